@@ -1,0 +1,64 @@
+package postback_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookline/hookline/worker/postback"
+)
+
+// Lint a template at save time, render it for one attempt, and log it
+// without leaking conversion data.
+func Example() {
+	tmpl, err := postback.Parse("https://t.example/pb?cid={click_id}&payout={payout}&tx={transaction_id}&n={attempt}")
+	if err != nil {
+		panic(err)
+	}
+
+	fields, err := postback.PayloadFields([]byte(`{"click_id":"abc 123&x=1","payout":12.50,"transaction_id":"T-9"}`))
+	if err != nil {
+		panic(err)
+	}
+	url, err := tmpl.Render(postback.Values{
+		EventID:   "01890a5d-ac96-774b-bcce-b302099a8057",
+		EventType: "conversion.approved",
+		Timestamp: time.Unix(1760000000, 0),
+		Attempt:   2,
+		Payload:   fields,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(url)
+	fmt.Println(tmpl.Redacted())
+
+	// A payload without the field is a permanent failure with a clear reason.
+	_, err = tmpl.Render(postback.Values{Attempt: 1, Payload: nil})
+	var missing *postback.MissingFieldError
+	fmt.Println(errors.As(err, &missing), err)
+
+	// Output:
+	// https://t.example/pb?cid=abc%20123%26x%3D1&payout=12.50&tx=T-9&n=2
+	// https://t.example/pb?cid=***&payout=***&tx=***&n=***
+	// true payload has no field "click_id" required by the postback template
+}
+
+// Lint errors point at the problem for the form to show.
+func ExampleParse() {
+	for _, tmpl := range []string{
+		"https://t.example/pb?cid={click_id",
+		"https://{sub}.t.example/pb",
+		"https://t.example/pb?cid={click id}",
+	} {
+		_, err := postback.Parse(tmpl)
+		var lint *postback.LintError
+		if errors.As(err, &lint) {
+			fmt.Printf("%d: %s\n", lint.Pos, lint.Msg)
+		}
+	}
+	// Output:
+	// 25: unclosed "{" at position 25; write a literal "{" as %7B
+	// 8: macro "{sub}" at position 8 is in the URL host; the scheme, host and port must be written out so event data cannot choose where postbacks are sent
+	// 25: macro "{click id}" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"
+}

@@ -1,0 +1,158 @@
+package postback
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Preset is a starting point for the onboarding form: a tracker's usual
+// postback URL with hookline macros already in place.
+type Preset struct {
+	ID       string // stable identifier used by forms, e.g. "voluum"
+	Name     string // display name, e.g. "Voluum"
+	Template string // a template that passes Parse; its host must be replaced
+	Method   string // HTTP method trackers expect for postbacks
+	// SuccessBodyContains, when set, is the text the tracker's answer must
+	// contain to count as success. Trackers answer 200 even when they drop a
+	// postback, so a 2xx alone proves little when a marker is available.
+	SuccessBodyContains string
+	Help                string  // what to replace and what the tracker expects
+	Params              []Param // the tracker's parameters, in template order
+}
+
+// Param explains one query parameter of a preset.
+type Param struct {
+	Name  string // the tracker's parameter name, e.g. "cid"
+	Macro string // the macro filling it, without braces; "" when the value is written in the template
+	Help  string
+}
+
+// presetHost is a reserved example domain (RFC 2606), so a preset saved
+// unchanged sends nowhere real and the form can spot it.
+const presetHost = "YOUR-DOMAIN.example"
+
+// Presets returns the tracker presets in the order the form shows them. Each
+// call returns fresh values, so callers may modify them.
+func Presets() []Preset {
+	return []Preset{
+		{
+			ID:       "voluum",
+			Name:     "Voluum",
+			Template: "https://" + presetHost + "/postback?cid={click_id}&payout={payout}&txid={transaction_id}",
+			Method:   "GET",
+			Help: "Replace " + presetHost + " with your Voluum tracking domain (Settings → Domains). " +
+				"Voluum records one conversion per click id; a repeated cid counts again only with a new txid, " +
+				"so send a transaction id that is unique per conversion and the same on every retry.",
+			Params: []Param{
+				{Name: "cid", Macro: "click_id", Help: "Voluum's click id, captured from the {clickid} token on your landing page. Required."},
+				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion. Leave it out to use the payout set on the Voluum offer."},
+				{Name: "txid", Macro: "transaction_id", Help: "Your unique conversion id. A repeated cid counts as a new conversion only when txid is new."},
+			},
+		},
+		{
+			ID:       "binom",
+			Name:     "Binom",
+			Template: "https://" + presetHost + "/click.php?cnv_id={click_id}&payout={payout}&cnv_status={status}",
+			Method:   "GET",
+			Help: "Replace " + presetHost + " with your Binom tracker domain, keeping any sub-folder your tracker lives in. " +
+				"Binom 2 installations may show a different path under Tracking links; copy the path from there.",
+			Params: []Param{
+				{Name: "cnv_id", Macro: "click_id", Help: "Binom's click id, captured from the {clickid} token in your offer URL. Required."},
+				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion; Binom ignores it when the offer has a fixed payout."},
+				{Name: "cnv_status", Macro: "status", Help: "Free-form conversion status shown in Binom reports, e.g. approved or rejected."},
+			},
+		},
+		{
+			ID:       "keitaro",
+			Name:     "Keitaro",
+			Template: "https://" + presetHost + "/POSTBACK-KEY/postback?subid={click_id}&status={status}&payout={payout}&tid={transaction_id}&return=OK",
+			Method:   "GET",
+			// return=OK asks Keitaro to answer with exactly this text.
+			SuccessBodyContains: "OK",
+			Help: "Replace " + presetHost + "/POSTBACK-KEY with the postback URL from Keitaro (Maintenance → Postback URL). " +
+				"Keitaro statuses are lead, sale and rejected: send status in those words, or add lead_status=, sale_status= " +
+				"or rejected_status= to map your own.",
+			Params: []Param{
+				{Name: "subid", Macro: "click_id", Help: "Keitaro's click subid, captured from the {subid} token. Required."},
+				{Name: "status", Macro: "status", Help: "lead (payout not confirmed), sale (confirmed) or rejected (cancelled). Keitaro assumes sale when absent."},
+				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion."},
+				{Name: "tid", Macro: "transaction_id", Help: "Transaction id; a new tid on a known subid records an additional sale (rebill)."},
+				{Name: "return", Help: "Text Keitaro answers with; hookline checks the answer contains it."},
+			},
+		},
+		{
+			ID:       "everflow",
+			Name:     "Everflow",
+			Template: "https://" + presetHost + "/?nid=NETWORK-ID&transaction_id={click_id}&amount={amount}",
+			Method:   "GET",
+			Help: "Replace " + presetHost + " with your Everflow tracking domain and NETWORK-ID with your network id " +
+				"(Control Center → Platform Configurations). Everflow's transaction_id is its click id, " +
+				"appended to your landing page URL, not your order number.",
+			Params: []Param{
+				{Name: "nid", Help: "Your Everflow network id, written into the template. Required."},
+				{Name: "transaction_id", Macro: "click_id", Help: "Everflow's click identifier from your landing page URL. Required."},
+				{Name: "amount", Macro: "amount", Help: "Sale amount, used for revenue-share payouts."},
+			},
+		},
+		{
+			ID:       "affise",
+			Name:     "Affise",
+			Template: "https://" + presetHost + "/postback?clickid={click_id}&action_id={transaction_id}&status={status}&sum={payout}",
+			Method:   "GET",
+			Help: "Replace " + presetHost + " with your Affise postback domain. Affise statuses are numbers: " +
+				"1 approved, 2 pending, 3 declined, 5 hold; send status as one of them.",
+			Params: []Param{
+				{Name: "clickid", Macro: "click_id", Help: "Affise click id, captured from the {clickid} macro. Required."},
+				{Name: "action_id", Macro: "transaction_id", Help: "Your unique conversion id, which lets Affise drop duplicates."},
+				{Name: "status", Macro: "status", Help: "1 approved, 2 pending, 3 declined, 5 hold."},
+				{Name: "sum", Macro: "payout", Help: "Conversion revenue."},
+			},
+		},
+		{
+			ID:       "custom",
+			Name:     "Custom",
+			Template: "https://" + presetHost + "/postback?click_id={click_id}&payout={payout}&transaction_id={transaction_id}&status={status}",
+			Method:   "GET",
+			Help: "Any tracker that takes a GET URL. Rename the parameters to the ones your tracker documents; " +
+				"{name} takes the payload's top-level field name, and {event_id}, {event_type}, {timestamp} " +
+				"and {attempt} are filled by hookline.",
+			Params: []Param{
+				{Name: "click_id", Macro: "click_id", Help: "The tracker's click id."},
+				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion."},
+				{Name: "transaction_id", Macro: "transaction_id", Help: "Your unique conversion id."},
+				{Name: "status", Macro: "status", Help: "Conversion status in the tracker's vocabulary."},
+			},
+		},
+	}
+}
+
+// PresetByID returns the preset with the given ID.
+func PresetByID(id string) (Preset, bool) {
+	for _, p := range Presets() {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+// SampleValues returns plausible conversion values for the form preview and
+// test fires. The click id deliberately holds a space, "&" and "=" so a
+// preview shows the encoding at work.
+func SampleValues(eventID string, now time.Time) Values {
+	return Values{
+		EventID:   eventID,
+		EventType: "conversion.approved",
+		Timestamp: now,
+		Attempt:   1,
+		Payload: map[string]json.RawMessage{
+			"click_id":       json.RawMessage(`"abc 123&x=1"`),
+			"payout":         json.RawMessage(`12.5`),
+			"transaction_id": json.RawMessage(`"tx_0001"`),
+			"status":         json.RawMessage(`"approved"`),
+			"currency":       json.RawMessage(`"USD"`),
+			"amount":         json.RawMessage(`49.90`),
+			"sum":            json.RawMessage(`12.5`),
+		},
+	}
+}

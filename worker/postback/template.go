@@ -1,0 +1,353 @@
+// Package postback owns affiliate postback URL templates: the save-time lint
+// that turns a template such as
+//
+//	https://t.example/pb?cid={click_id}&payout={payout}
+//
+// into an immutable Template, rendering it with an event's values (each value
+// percent-encoded, the template's own text never touched), the live preview
+// shown in the endpoint form, log redaction, and the tracker presets
+// offered during onboarding.
+//
+// The lint exists because an unreplaced or mangled macro in a sent URL is the
+// commonest postback fault, and because a macro in the scheme or host would
+// let event data choose where hookline sends requests. A template that
+// parses can always be rendered into a well-formed URL with the same scheme
+// and host; the only send-time failure left is a missing payload field.
+//
+// It is a pure leaf package: no database, no network, no clock.
+package postback
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// maxMacroName bounds macro names so a pasted blob cannot pass for one.
+const maxMacroName = 64
+
+// sampleValue fills every macro during the lint's trial render. It holds the
+// characters that would restructure a URL if they were not encoded, so the
+// trial proves encoding keeps event data inside its component.
+const sampleValue = "sample value/&=?#@:{}"
+
+// LintError is a problem found by Parse, phrased for the person editing the
+// template.
+type LintError struct {
+	// Pos is the 0-based byte offset in the template where the problem is,
+	// or -1 when it concerns the template as a whole.
+	Pos int
+	// Msg says what is wrong and, where it helps, how to fix it.
+	Msg string
+}
+
+func (e *LintError) Error() string { return e.Msg }
+
+func lintErrorf(pos int, format string, args ...any) *LintError {
+	return &LintError{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Template is a parsed postback URL template. It is immutable and safe for
+// concurrent use.
+type Template struct {
+	raw    string
+	parts  []part
+	macros []string
+}
+
+// part is a run of literal template text or one macro occurrence.
+type part struct {
+	pos     int    // byte offset in the template
+	literal string // the text, when macro is ""
+	macro   string // macro name, without braces
+}
+
+// raw returns the part as written in the template.
+func (p part) raw() string {
+	if p.macro == "" {
+		return p.literal
+	}
+	return "{" + p.macro + "}"
+}
+
+// Parse lints a postback URL template and returns it ready to render. The
+// first problem found is returned as a *LintError. The rules:
+//
+//   - the template is not empty;
+//   - braces balance: every "{" is closed by "}" before another "{", and
+//     there is no "}" outside a macro (a literal brace is written %7B / %7D);
+//   - macro names match [A-Za-z_][A-Za-z0-9_.-]* and are at most 64 bytes;
+//   - the literal text has no spaces or control characters, and every "%"
+//     starts a valid escape (%XX), since the text is sent exactly as written;
+//   - the scheme is http or https, followed by "//" and a non-empty host;
+//   - no macro appears in the scheme, user info, host or port;
+//   - the URL made by filling every macro with a sample value parses with
+//     net/url and keeps the template's scheme and host.
+func Parse(tmpl string) (*Template, error) {
+	if strings.TrimSpace(tmpl) == "" {
+		return nil, lintErrorf(-1, "template is empty")
+	}
+	parts, err := tokenize(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLiteralText(parts); err != nil {
+		return nil, err
+	}
+	scheme, host, err := checkOrigin(tmpl, parts)
+	if err != nil {
+		return nil, err
+	}
+
+	t := &Template{raw: tmpl, parts: parts}
+	seen := make(map[string]bool)
+	for _, p := range parts {
+		if p.macro != "" && !seen[p.macro] {
+			seen[p.macro] = true
+			t.macros = append(t.macros, p.macro)
+		}
+	}
+
+	// Belt and braces: checkOrigin reasons about the template text, this
+	// asks net/url what a real render would look like.
+	trial := t.render(func(string) string { return escape(sampleValue) })
+	u, err := url.Parse(trial)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		return nil, lintErrorf(-1, "template is not a valid URL once macros are filled in: %v", err)
+	}
+	if u.Scheme != scheme || u.Host != host {
+		return nil, lintErrorf(-1, "template resolves to %s://%s instead of %s://%s once macros are filled in", u.Scheme, u.Host, scheme, host)
+	}
+	return t, nil
+}
+
+// String returns the template exactly as given to Parse.
+func (t *Template) String() string { return t.raw }
+
+// Macros returns the distinct macro names in order of first appearance.
+func (t *Template) Macros() []string {
+	return append([]string(nil), t.macros...)
+}
+
+// Redacted returns the template with every query value, every path segment
+// holding a macro, the user info and the fragment replaced by "***". Use it,
+// rather than Redact of a rendered URL, wherever the template is at hand:
+// only the template knows which path segments carry event data.
+func (t *Template) Redacted() string { return Redact(t.raw) }
+
+// render concatenates the template with each macro replaced by value(name),
+// which must already be encoded.
+func (t *Template) render(value func(name string) string) string {
+	var b strings.Builder
+	b.Grow(len(t.raw) + 16*len(t.macros))
+	for _, p := range t.parts {
+		if p.macro == "" {
+			b.WriteString(p.literal)
+			continue
+		}
+		b.WriteString(value(p.macro))
+	}
+	return b.String()
+}
+
+// tokenize splits tmpl into literal runs and macros, enforcing the brace and
+// macro-name rules.
+func tokenize(tmpl string) ([]part, error) {
+	var parts []part
+	litStart := 0
+	flush := func(end int) {
+		if end > litStart {
+			parts = append(parts, part{pos: litStart, literal: tmpl[litStart:end]})
+		}
+	}
+	for i := 0; i < len(tmpl); i++ {
+		switch tmpl[i] {
+		case '}':
+			return nil, lintErrorf(i, `stray "}" at position %d; write a literal "}" as %%7D`, i)
+		case '{':
+			end := -1
+			for j := i + 1; j < len(tmpl) && end < 0; j++ {
+				switch tmpl[j] {
+				case '{':
+					return nil, lintErrorf(j, `nested "{" at position %d inside the macro opened at position %d`, j, i)
+				case '}':
+					end = j
+				}
+			}
+			if end < 0 {
+				return nil, lintErrorf(i, `unclosed "{" at position %d; write a literal "{" as %%7B`, i)
+			}
+			name := tmpl[i+1 : end]
+			if err := checkMacroName(name, i); err != nil {
+				return nil, err
+			}
+			flush(i)
+			parts = append(parts, part{pos: i, macro: name})
+			litStart = end + 1
+			i = end
+		}
+	}
+	flush(len(tmpl))
+	return parts, nil
+}
+
+func checkMacroName(name string, pos int) error {
+	if name == "" {
+		return lintErrorf(pos, `empty macro "{}" at position %d`, pos)
+	}
+	if len(name) > maxMacroName {
+		return lintErrorf(pos, `macro at position %d has a name longer than %d characters`, pos, maxMacroName)
+	}
+	if !validMacroName(name) {
+		return lintErrorf(pos, `macro "{%s}" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"`, name)
+	}
+	return nil
+}
+
+// validMacroName reports whether name matches [A-Za-z_][A-Za-z0-9_.-]*.
+func validMacroName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '_':
+		case i > 0 && ('0' <= c && c <= '9' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return name != ""
+}
+
+// checkLiteralText refuses text that would be changed or misread on the way
+// out: the template is sent byte for byte, so a pasted space or newline, or a
+// "%" that is not an escape, would otherwise reach the tracker mangled.
+func checkLiteralText(parts []part) error {
+	for _, p := range parts {
+		s := p.literal
+		for i := 0; i < len(s); i++ {
+			pos := p.pos + i
+			switch c := s[i]; {
+			case c == ' ':
+				return lintErrorf(pos, `template contains a space at position %d; write it as %%20`, pos)
+			case c < 0x20 || c == 0x7f:
+				return lintErrorf(pos, `template contains control character 0x%02X at position %d`, c, pos)
+			case c == '%':
+				if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+					return lintErrorf(pos, `"%%" at position %d does not start an escape like %%2F; write a literal "%%" as %%25`, pos)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkOrigin enforces that the scheme, user info, host and port are literal
+// text, and returns the lower-cased scheme and the host[:port] as net/url
+// will report them.
+func checkOrigin(tmpl string, parts []part) (scheme, host string, err error) {
+	// The scans below walk the template left to right and jump over each
+	// macro, so knowing where macros start is enough.
+	starts := make(map[int]part)
+	for _, p := range parts {
+		if p.macro != "" {
+			starts[p.pos] = p
+		}
+	}
+	refuse := func(p part, where string) error {
+		return lintErrorf(p.pos, `macro "{%s}" at position %d is in the URL %s; the scheme, host and port must be written out so event data cannot choose where postbacks are sent`, p.macro, p.pos, where)
+	}
+
+	i := 0
+	for ; i < len(tmpl); i++ {
+		if p, ok := starts[i]; ok {
+			return "", "", refuse(p, "scheme")
+		}
+		if c := tmpl[i]; !isSchemeChar(c, i) {
+			break
+		}
+	}
+	if i == len(tmpl) || tmpl[i] != ':' || i == 0 {
+		return "", "", lintErrorf(0, "template must start with http:// or https://")
+	}
+	scheme = strings.ToLower(tmpl[:i])
+	if scheme != "http" && scheme != "https" {
+		return "", "", lintErrorf(0, `scheme %q is not allowed; use http or https`, tmpl[:i])
+	}
+	i++ // past ':'
+	for k := i; k < i+2 && k < len(tmpl); k++ {
+		if p, ok := starts[k]; ok {
+			return "", "", refuse(p, "host")
+		}
+	}
+	if !strings.HasPrefix(tmpl[i:], "//") {
+		return "", "", lintErrorf(i, `expected "//" after "%s:" at position %d`, tmpl[:i-1], i)
+	}
+	authStart := i + 2
+
+	authEnd := authStart
+	var firstMacro *part
+	for ; authEnd < len(tmpl); authEnd++ {
+		if p, ok := starts[authEnd]; ok {
+			if firstMacro == nil {
+				firstMacro = &p
+			}
+			authEnd = p.pos + len(p.macro) + 1 // the loop steps past "}"
+			continue
+		}
+		if c := tmpl[authEnd]; c == '/' || c == '?' || c == '#' {
+			break
+		}
+	}
+	authority := tmpl[authStart:authEnd]
+	userEnd := strings.LastIndexByte(authority, '@') // -1 without user info
+	hostPort := authority[userEnd+1:]
+
+	if firstMacro != nil {
+		rel := firstMacro.pos - authStart
+		colon := userEnd + 1 + portColon(hostPort) // offset in authority
+		where := "host"
+		switch {
+		case rel < userEnd:
+			where = "user info"
+		case rel > colon:
+			where = "port"
+		}
+		return "", "", refuse(*firstMacro, where)
+	}
+	if name := hostPort[:portColon(hostPort)]; name == "" || name == "[]" {
+		return "", "", lintErrorf(authStart, "template has no host after %q", tmpl[:authStart])
+	}
+	return scheme, hostPort, nil
+}
+
+// portColon returns the index of the ":" that starts the port in host[:port],
+// or len(hostPort) when there is none. Colons inside an IPv6 literal do not
+// count.
+func portColon(hostPort string) int {
+	i := strings.LastIndexByte(hostPort, ':')
+	if i < 0 || i < strings.LastIndexByte(hostPort, ']') {
+		return len(hostPort)
+	}
+	return i
+}
+
+// isSchemeChar reports whether c may appear at index i of a URL scheme
+// (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+func isSchemeChar(c byte, i int) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		return true
+	case '0' <= c && c <= '9', c == '+', c == '-', c == '.':
+		return i > 0
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

@@ -1,0 +1,291 @@
+package sender
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// classifyError maps a failed exchange to DESIGN §4. Messages are built
+// from known parts rather than taken from err.Error(), because net/http's
+// errors quote the full URL, query included; what does come from an error
+// is redacted again by the caller.
+func classifyError(res *Result, err error, parent, ctx context.Context, timeout time.Duration) {
+	var (
+		blocked *ssrf.BlockedError
+		dnsErr  *net.DNSError
+	)
+	switch {
+	case parent.Err() != nil:
+		// The caller gave up (shutdown, or the dashboard request went
+		// away), not the receiver: retry, and do not blame the endpoint.
+		fail(res, Transient, ClassCanceled, "canceled before the attempt completed")
+	case errors.As(err, &blocked):
+		fail(res, Permanent, ClassBlocked, blocked.Error())
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		fail(res, Transient, ClassTimeout, "timeout after "+timeout.String())
+	case errors.As(err, &dnsErr):
+		// All DNS failures are transient, "no such host" included. A name
+		// that does not resolve is at least as often a record being
+		// (re)created, a lapsed negative cache or a broken split-horizon
+		// setup as a dead domain; a dead domain costs a few cheap attempts
+		// and then opens the breaker, while a permanent verdict would kill
+		// every delivery of a brief DNS incident and need a manual replay.
+		fail(res, Transient, ClassDNS, dnsMessage(dnsErr))
+	case isTLS(err):
+		// Certificate and protocol problems need a fix on one side or the
+		// other; retrying the same handshake will fail the same way.
+		fail(res, Permanent, ClassTLS, tlsMessage(err))
+	case isInvalidRequest(err):
+		fail(res, Permanent, ClassInvalidRequest, message(err))
+	case isTimeout(err):
+		// A stage with its own limit (TLS handshake, dial) ran out first.
+		fail(res, Transient, ClassTimeout, "timeout ("+message(err)+")")
+	default:
+		fail(res, Transient, ClassConnect, connectMessage(err))
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func dnsMessage(e *net.DNSError) string {
+	switch {
+	case e.IsNotFound:
+		return "dns: no such host " + sanitize(e.Name, 100)
+	case e.IsTimeout:
+		return "dns: lookup timed out for " + sanitize(e.Name, 100)
+	default:
+		return "dns: lookup failed for " + sanitize(e.Name, 100) + ": " + sanitize(e.Err, 60)
+	}
+}
+
+func isTLS(err error) bool {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		record  tls.RecordHeaderError
+		alert   tls.AlertError
+		ech     *tls.ECHRejectionError
+		op      *net.OpError
+	)
+	switch {
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &host),
+		errors.As(err, &invalid), errors.As(err, &record), errors.As(err, &alert),
+		errors.As(err, &ech):
+		return true
+	case strings.HasPrefix(innermost(err), "http: server gave HTTP response to HTTPS client"):
+		// net/http's rewording of a RecordHeaderError that looks like HTTP.
+		return true
+	case errors.As(err, &op) && op.Op == "remote error":
+		// An alert from the server ("remote error: tls: handshake
+		// failure"): crypto/tls does not export that type.
+		return true
+	}
+	// Local handshake failures are plain errors prefixed "tls: ".
+	return strings.HasPrefix(innermost(err), "tls: ")
+}
+
+func tlsMessage(err error) string {
+	var record tls.RecordHeaderError
+	msg := innermost(err)
+	if errors.As(err, &record) || strings.HasPrefix(msg, "http: server gave HTTP response") {
+		return "tls: the server did not answer with TLS"
+	}
+	msg = strings.TrimPrefix(msg, "remote error: ")
+	if !strings.HasPrefix(msg, "tls: ") {
+		msg = "tls: " + msg
+	}
+	return sanitize(msg, MaxError)
+}
+
+// isInvalidRequest recognises the request checks net/http makes before it
+// sends anything. Their types are unexported, so the stable message
+// prefixes are all there is to go on; anything missed falls through to a
+// transient connect error, which is the safe side.
+func isInvalidRequest(err error) bool {
+	msg := innermost(err)
+	return strings.HasPrefix(msg, "net/http: invalid header") ||
+		strings.HasPrefix(msg, "net/http: invalid trailer") ||
+		strings.HasPrefix(msg, "net/http: can't write control character")
+}
+
+func connectMessage(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by peer"
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+		return "connection closed while sending the request"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "host unreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "network unreachable"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before the response"
+	}
+	return message(err)
+}
+
+// message is the cleaned text of an error of no known kind.
+func message(err error) string {
+	return sanitize(strings.TrimPrefix(innermost(err), "net/http: "), MaxError)
+}
+
+// innermost strips the *url.Error wrapper, whose message quotes the URL.
+func innermost(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// redactor removes what must never be stored or shown (DESIGN §2, §12)
+// from Result.Error and Result.Excerpt: the URL's query and each of its
+// values (postback click ids, transaction ids, payouts, which trackers like
+// to echo back: "duplicate txid ..."), and a custom Host header.
+type redactor struct {
+	query string
+	host  string
+}
+
+// minRedacted is the shortest query value redacted on its own: shorter
+// ones ("1", "ok") are not identifying and would blot out the text.
+const minRedacted = 3
+
+func (r redactor) redact(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	msg = replace(msg, r.query)
+	msg = replace(msg, r.host)
+	for q := r.query; q != ""; {
+		var part string
+		part, q, _ = strings.Cut(q, "&")
+		_, v, _ := strings.Cut(part, "=")
+		msg = replace(msg, v)
+		if strings.ContainsAny(v, "%+") {
+			if u, err := url.QueryUnescape(v); err == nil && utf8.ValidString(u) {
+				msg = replace(msg, u)
+			}
+		}
+	}
+	return msg
+}
+
+// replace blots out secret; "…" is no longer than any secret it replaces,
+// so a capped text stays within its cap.
+func replace(msg, secret string) string {
+	if len(secret) < minRedacted || !strings.Contains(msg, secret) {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, "…")
+}
+
+// urlErrorDetail explains a URL that did not parse. url.Parse quotes at
+// most a bad escape, character or port, never the query, which it does not
+// validate; the wrapper that quotes the whole URL is dropped.
+func urlErrorDetail(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ": " + sanitize(ue.Err.Error(), 80)
+	}
+	return ""
+}
+
+// sanitize makes a short one-line message of untrusted text.
+func sanitize(s string, limit int) string {
+	return truncate(clean([]byte(s), limit, false), limit)
+}
+
+// excerpt keeps the start of a response body for the attempt log and the
+// dashboard: at most MaxExcerpt bytes of valid UTF-8, keeping newlines and
+// tabs for readability.
+func excerpt(body []byte) string {
+	return clean(body, MaxExcerpt, true)
+}
+
+// clean returns at most limit bytes of valid UTF-8 from b with control and
+// bidirectional formatting characters removed (the latter could make an
+// excerpt render as something it is not) and each run of invalid bytes
+// replaced by one U+FFFD.
+func clean(b []byte, limit int, keepLines bool) string {
+	if len(b) > limit+utf8.UTFMax {
+		b = b[:limit+utf8.UTFMax]
+	}
+	plain := true
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			if !keepLines || (c != '\n' && c != '\t') {
+				plain = false
+				break
+			}
+		}
+	}
+	if plain {
+		return string(b[:min(len(b), limit)])
+	}
+
+	var sb strings.Builder
+	sb.Grow(min(len(b), limit))
+	lastInvalid := false
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 && !utf8.FullRune(b[i:]) {
+			// A rune cut by the read cap, not a bad byte.
+			break
+		}
+		i += size
+		if r == utf8.RuneError && size <= 1 {
+			if lastInvalid {
+				continue
+			}
+			lastInvalid = true
+			if sb.Len()+3 > limit {
+				break
+			}
+			sb.WriteRune(utf8.RuneError)
+			continue
+		}
+		lastInvalid = false
+		if keepLines && (r == '\n' || r == '\t') {
+			// kept
+		} else if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) ||
+			r == '\u2028' || r == '\u2029' || r == '\ufeff' {
+			continue
+		}
+		if sb.Len()+size > limit {
+			break
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// truncate cuts s to at most n bytes without splitting a rune.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
