@@ -1,0 +1,454 @@
+// Package embedded runs hookline's private PostgreSQL cluster: when no
+// DATABASE_URL is given, hookline initialises a cluster from the local
+// PostgreSQL installation inside its data directory, listens only on a unix
+// socket there, and stops it on exit. A second hookline process pointed at the
+// same data directory attaches to the running cluster instead of starting
+// another one.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Database is the name of the database hookline uses inside the cluster.
+const Database = "hookline"
+
+// dbUser is the cluster's superuser. Authentication is "trust" because the
+// only way in is the unix socket, whose directory is private to the owner.
+const dbUser = "hookline"
+
+// Options configure a cluster.
+type Options struct {
+	// DataDir is hookline's data directory; the cluster lives in DataDir/pg
+	// and its socket in DataDir/run.
+	DataDir string
+	// NoFsync turns fsync off: for throwaway test clusters only, never for
+	// anything that must survive a crash.
+	NoFsync bool
+	// Logger receives progress lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Cluster is a running private cluster.
+type Cluster struct {
+	dataDir   string
+	pgDir     string
+	socketDir string
+	binDir    string
+	cred      *syscall.Credential
+	owned     bool
+	log       *slog.Logger
+}
+
+// ErrNoPostgres says the PostgreSQL server binaries could not be found.
+var ErrNoPostgres = errors.New("PostgreSQL server binaries not found: install them (Debian: apt-get install postgresql) or set DATABASE_URL to an existing database")
+
+// Start starts the cluster in o.DataDir, initialising it on first use, or
+// attaches to it when another process already runs it. Only a cluster this
+// call started (or adopted from a dead owner) is stopped by Stop.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("embedded postgres: empty data directory")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dataDir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded postgres: data directory: %w", err)
+	}
+	c := &Cluster{
+		dataDir:   dataDir,
+		pgDir:     filepath.Join(dataDir, "pg"),
+		socketDir: filepath.Join(dataDir, "run"),
+		log:       log,
+	}
+	// The server refuses socket paths longer than the kernel's sun_path.
+	if n := len(filepath.Join(c.socketDir, ".s.PGSQL.5432")); n > 107 {
+		return nil, fmt.Errorf("embedded postgres: data directory path too long for a unix socket (%d > 107 bytes): set HOOKLINE_DATA_DIR to a shorter path", n)
+	}
+	if c.binDir, err = findBinDir(); err != nil {
+		return nil, err
+	}
+	if c.cred, err = serverCredential(); err != nil {
+		return nil, err
+	}
+
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded postgres: create data directory: %w", err)
+	}
+	// One process at a time decides whether to init, start or attach.
+	unlock, err := lockFile(ctx, filepath.Join(dataDir, "pg.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := c.prepareDirs(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(c.pgDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := c.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	running, err := c.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if running {
+		// Adopt a cluster whose starter died (kill -9): somebody must stop it.
+		if pid, ok := c.ownerPID(); !ok || !processAlive(pid) {
+			c.owned = true
+			if err := c.writeOwner(); err != nil {
+				return nil, err
+			}
+			log.Info("adopted embedded postgres", "dir", c.pgDir)
+		} else {
+			log.Info("attached to running embedded postgres", "dir", c.pgDir)
+		}
+	} else {
+		if err := c.start(ctx, o.NoFsync); err != nil {
+			return nil, err
+		}
+		c.owned = true
+		if err := c.writeOwner(); err != nil {
+			return nil, err
+		}
+		log.Info("started embedded postgres", "dir", c.pgDir)
+	}
+	if err := c.ensureDatabase(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Attach connects to a cluster that must already be running; it never starts
+// or stops one (used by commands such as "apikey create" next to "serve").
+func Attach(ctx context.Context, dataDir string) (*Cluster, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dataDir: abs, pgDir: filepath.Join(abs, "pg"), socketDir: filepath.Join(abs, "run")}
+	if c.binDir, err = findBinDir(); err != nil {
+		return nil, err
+	}
+	running, err := c.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !running {
+		return nil, fmt.Errorf("embedded postgres in %s is not running", c.pgDir)
+	}
+	return c, nil
+}
+
+// URL is the connection string for the hookline database.
+func (c *Cluster) URL() string { return c.URLFor(Database) }
+
+// URLFor is the connection string for another database in the cluster.
+func (c *Cluster) URLFor(database string) string {
+	q := url.Values{}
+	q.Set("host", c.socketDir)
+	q.Set("user", dbUser)
+	q.Set("sslmode", "disable")
+	return "postgres:///" + url.PathEscape(database) + "?" + q.Encode()
+}
+
+// Owned reports whether Stop will shut the cluster down.
+func (c *Cluster) Owned() bool { return c.owned }
+
+// Stop shuts the cluster down if this process owns it ("fast" mode: open
+// connections are closed, committed work is safe).
+func (c *Cluster) Stop(ctx context.Context) error {
+	if !c.owned {
+		return nil
+	}
+	c.owned = false
+	_ = os.Remove(filepath.Join(c.dataDir, "pg.owner"))
+	return c.pgctl(ctx, "stop", "-D", c.pgDir, "-m", "fast", "-w", "-t", "60")
+}
+
+// ForceStop stops the cluster whoever started it (hookline db stop).
+func (c *Cluster) ForceStop(ctx context.Context) error {
+	c.owned = true
+	return c.Stop(ctx)
+}
+
+func (c *Cluster) prepareDirs() error {
+	// When PostgreSQL runs as another user (we are root), that user must be
+	// able to traverse the data directory but not read hookline's keys.
+	mode := os.FileMode(0o700)
+	if c.cred != nil {
+		mode = 0o711
+	}
+	if err := os.Chmod(c.dataDir, mode); err != nil {
+		return fmt.Errorf("embedded postgres: %w", err)
+	}
+	for _, d := range []string{c.pgDir, c.socketDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("embedded postgres: %w", err)
+		}
+		if c.cred != nil {
+			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return fmt.Errorf("embedded postgres: %w", err)
+			}
+		}
+	}
+	if c.cred != nil {
+		// Every parent must be searchable by the server's user.
+		for dir := filepath.Dir(c.dataDir); ; dir = filepath.Dir(dir) {
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("embedded postgres: %w", err)
+			}
+			if fi.Mode().Perm()&0o001 == 0 {
+				return fmt.Errorf("embedded postgres: PostgreSQL runs as user %q, which cannot enter %s: choose a HOOKLINE_DATA_DIR outside it, or chmod o+x %s", "postgres", dir, dir)
+			}
+			if dir == "/" {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	c.log.Info("initialising embedded postgres", "dir", c.pgDir)
+	cmd := c.command(ctx, "initdb", "-D", c.pgDir, "-U", dbUser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-instructions")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("embedded postgres: initdb: %w: %s", err, lastLines(out))
+	}
+	return nil
+}
+
+func (c *Cluster) start(ctx context.Context, noFsync bool) error {
+	opts := []string{
+		"-c listen_addresses=''",
+		"-c unix_socket_directories=" + quoteOpt(c.socketDir),
+		"-c unix_socket_permissions=0700",
+		"-c max_connections=200",
+		"-c shared_buffers=128MB",
+		"-c logging_collector=off",
+	}
+	if noFsync {
+		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+	}
+	logFile := filepath.Join(c.pgDir, "server.log")
+	err := c.pgctl(ctx, "start", "-D", c.pgDir, "-w", "-t", "60", "-l", logFile, "-o", strings.Join(opts, " "))
+	if err != nil {
+		return fmt.Errorf("%w (server log: %s)", err, logFile)
+	}
+	return nil
+}
+
+func (c *Cluster) running(ctx context.Context) (bool, error) {
+	if _, err := os.Stat(filepath.Join(c.pgDir, "postmaster.pid")); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	cmd := c.command(ctx, "pg_ctl", "status", "-D", c.pgDir)
+	err := cmd.Run()
+	if err == nil {
+		return true, nil
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 { // 3: not running
+		return false, nil
+	}
+	if errors.As(err, &exit) && exit.ExitCode() == 4 { // 4: no accessible data directory
+		return false, nil
+	}
+	return false, fmt.Errorf("embedded postgres: pg_ctl status: %w", err)
+}
+
+func (c *Cluster) ensureDatabase(ctx context.Context) error {
+	conn, err := connectRetry(ctx, c.URLFor("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", Database).Scan(&exists); err != nil {
+		return fmt.Errorf("embedded postgres: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{Database}.Sanitize()); err != nil {
+		var pgErr interface{ SQLState() string }
+		if errors.As(err, &pgErr) && pgErr.SQLState() == "42P04" { // created meanwhile
+			return nil
+		}
+		return fmt.Errorf("embedded postgres: create database: %w", err)
+	}
+	return nil
+}
+
+func connectRetry(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			return conn, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("embedded postgres: connect: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) pgctl(ctx context.Context, args ...string) error {
+	out, err := c.command(ctx, "pg_ctl", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("embedded postgres: pg_ctl %s: %w: %s", args[0], err, lastLines(out))
+	}
+	return nil
+}
+
+// command runs a server binary, as the postgres user when we are root
+// (PostgreSQL refuses to run as root).
+func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// The server must outlive a Ctrl-C delivered to our process group so
+		// that we can stop it cleanly ourselves.
+		Setpgid:    true,
+		Credential: c.cred,
+	}
+	if c.cred != nil {
+		cmd.Dir = "/"
+	}
+	return cmd
+}
+
+func (c *Cluster) ownerPID() (int, bool) {
+	b, err := os.ReadFile(filepath.Join(c.dataDir, "pg.owner"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
+}
+
+func (c *Cluster) writeOwner() error {
+	return os.WriteFile(filepath.Join(c.dataDir, "pg.owner"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// findBinDir locates initdb and pg_ctl: pg_config --bindir, then the newest
+// /usr/lib/postgresql/*/bin, then PATH.
+func findBinDir() (string, error) {
+	has := func(dir string) bool {
+		for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+				return false
+			}
+		}
+		return true
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); has(dir) {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if has(d) {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("pg_ctl"); err == nil && has(filepath.Dir(p)) {
+		return filepath.Dir(p), nil
+	}
+	return "", ErrNoPostgres
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// serverCredential returns the postgres user's credential when we run as
+// root, nil otherwise.
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("embedded postgres: running as root, but there is no \"postgres\" system user to run the server as: create it or run hookline as an ordinary user")
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("embedded postgres: bad ids for user postgres: %q %q", u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("embedded postgres: lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("embedded postgres: lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func quoteOpt(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+}
+
+func lastLines(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}

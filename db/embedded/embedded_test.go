@@ -1,0 +1,81 @@
+package embedded
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestStartAttachStop(t *testing.T) {
+	if _, err := findBinDir(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Not t.TempDir: its parent is 0700, which the postgres user cannot enter when tests run as root.
+	dir, err := os.MkdirTemp("", "hlpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+
+	first, err := Start(ctx, Options{DataDir: dir, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Stop(context.Background()) })
+	if !first.Owned() {
+		t.Fatal("first Start should own the cluster")
+	}
+
+	second, err := Start(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Owned() {
+		t.Fatal("second Start must attach, not own")
+	}
+	conn, err := pgx.Connect(ctx, second.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query through attached cluster: %v", err)
+	}
+	conn.Close(ctx)
+	if err := second.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if running, _ := first.running(ctx); !running {
+		t.Fatal("an attached process stopped a cluster it does not own")
+	}
+
+	if err := first.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if running, _ := first.running(ctx); running {
+		t.Fatal("cluster still running after owner's Stop")
+	}
+	if _, err := Attach(ctx, dir); err == nil {
+		t.Fatal("Attach to a stopped cluster should fail")
+	}
+}
+
+func TestURL(t *testing.T) {
+	c := &Cluster{socketDir: "/tmp/x y/run"}
+	got := c.URLFor("hookline")
+	want := "postgres:///hookline?host=%2Ftmp%2Fx+y%2Frun&sslmode=disable&user=hookline"
+	if got != want {
+		t.Fatalf("URLFor = %q, want %q", got, want)
+	}
+	if _, err := pgx.ParseConfig(got); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,32 @@
+-- name: DeliveryListByEvent :many
+SELECT d.*, e.name AS endpoint_name, e.kind AS endpoint_kind
+FROM deliveries d
+JOIN endpoints e ON e.id = d.endpoint_id
+WHERE d.event_id = @event_id
+ORDER BY d.id;
+
+-- name: DeliveryFanOutBatch :batchmany
+-- Queues one pending delivery per enabled endpoint of an active partner that
+-- subscribes to the event's type (all types when event_types is empty;
+-- "prefix.*" matches by prefix), restricted to one partner when given. The
+-- unique (event_id, endpoint_id) makes a repeated fan-out harmless. Batched:
+-- one round trip for a whole ingest request.
+INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
+SELECT @event_id::uuid, e.id, e.max_attempts
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.enabled
+  AND p.archived_at IS NULL
+  AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id'))
+  AND (cardinality(e.event_types) = 0
+       OR @event_type::text = ANY (e.event_types)
+       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
+                  WHERE t.pattern LIKE '%*'
+                    AND starts_with(@event_type::text, left(t.pattern, -1))))
+ON CONFLICT (event_id, endpoint_id) DO NOTHING
+RETURNING id, endpoint_id, status;
+
+-- name: DeliveryRefsByEvents :many
+SELECT event_id, id, endpoint_id, status FROM deliveries
+WHERE event_id = ANY(@event_ids::uuid[])
+ORDER BY event_id, id;

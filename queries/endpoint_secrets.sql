@@ -1,0 +1,36 @@
+-- name: EndpointSecretCreate :one
+INSERT INTO endpoint_secrets (endpoint_id, ciphertext)
+VALUES (@endpoint_id, @ciphertext)
+RETURNING id, endpoint_id, created_at, expires_at;
+
+-- name: EndpointSecretExpireCurrent :exec
+-- Starts a rotation overlap: every unexpired secret of the endpoint other
+-- than the new one keeps signing until @expires_at.
+UPDATE endpoint_secrets
+SET expires_at = @expires_at
+WHERE endpoint_id = @endpoint_id
+  AND id <> @keep_id
+  AND (expires_at IS NULL OR expires_at > @expires_at);
+
+-- name: EndpointSecretListActive :many
+-- The secrets that sign now, newest first (the order of v1 signatures).
+SELECT id, endpoint_id, ciphertext, created_at, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = @endpoint_id
+  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+ORDER BY created_at DESC, id DESC;
+
+-- name: EndpointSecretListActiveFor :many
+-- Active secrets of many endpoints at once (the worker's secret cache).
+SELECT id, endpoint_id, ciphertext, created_at, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = ANY(@endpoint_ids::bigint[])
+  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+ORDER BY endpoint_id, created_at DESC, id DESC;
+
+-- name: EndpointSecretList :many
+-- Every secret of an endpoint for the dashboard: metadata only, never the value.
+SELECT id, endpoint_id, created_at, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = @endpoint_id
+ORDER BY created_at DESC, id DESC;

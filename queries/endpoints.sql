@@ -1,0 +1,56 @@
+-- name: EndpointCreate :one
+-- Creates the endpoint; the caller creates its health row and first secret
+-- in the same transaction.
+INSERT INTO endpoints (
+    partner_id, name, kind, url, method, event_types, headers, max_attempts,
+    timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
+    success_body_contains, enabled
+) VALUES (
+    @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
+    @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
+    @success_body_contains, @enabled
+)
+RETURNING *;
+
+-- name: EndpointGet :one
+SELECT * FROM endpoints WHERE id = @id;
+
+-- name: EndpointGetForUpdate :one
+-- Locks the row for a read-modify-write (PATCH).
+SELECT * FROM endpoints WHERE id = @id FOR UPDATE;
+
+-- name: EndpointUpdate :one
+-- Writes every configurable field; PATCH merges in Go and validates the whole.
+UPDATE endpoints SET
+    name = @name, url = @url, method = @method, event_types = @event_types,
+    headers = @headers, max_attempts = @max_attempts, timeout_ms = @timeout_ms,
+    rate_per_sec = sqlc.narg('rate_per_sec'), burst = sqlc.narg('burst'),
+    max_in_flight = @max_in_flight, failure_threshold = @failure_threshold,
+    success_body_contains = @success_body_contains,
+    enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: EndpointDisable :exec
+-- Disables an endpoint with a reason (a 410 Gone from the partner). Its due
+-- deliveries stop being claimed; nothing is deleted.
+UPDATE endpoints
+SET enabled = false, disabled_reason = @reason, updated_at = now()
+WHERE id = @id AND enabled;
+
+-- name: EndpointListWithHealth :many
+-- Endpoint configuration joined with breaker state and cached latency, for
+-- the API and the dashboard's endpoint table.
+SELECT sqlc.embed(e), sqlc.embed(h), p.name AS partner_name
+FROM endpoints e
+JOIN endpoint_health h ON h.endpoint_id = e.id
+JOIN partners p ON p.id = e.partner_id
+WHERE (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id'))
+ORDER BY e.id;
+
+-- name: EndpointGetWithHealth :one
+SELECT sqlc.embed(e), sqlc.embed(h), p.name AS partner_name
+FROM endpoints e
+JOIN endpoint_health h ON h.endpoint_id = e.id
+JOIN partners p ON p.id = e.partner_id
+WHERE e.id = @id;

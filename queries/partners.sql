@@ -1,0 +1,34 @@
+-- name: PartnerCreate :one
+-- Inserts a partner; a duplicate name (case-insensitive) fails with 23505.
+INSERT INTO partners (name, contact, notes)
+VALUES (@name, @contact, @notes)
+RETURNING *;
+
+-- name: PartnerGet :one
+SELECT * FROM partners WHERE id = @id;
+
+-- name: PartnerList :many
+-- Every partner with endpoint counts, archived ones last.
+SELECT p.*,
+       (SELECT count(*) FROM endpoints e WHERE e.partner_id = p.id)::bigint AS endpoint_count
+FROM partners p
+ORDER BY p.archived_at IS NOT NULL, lower(p.name);
+
+-- name: PartnerUpdate :one
+UPDATE partners
+SET name = @name, contact = @contact, notes = @notes, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: PartnerSetArchived :one
+-- Archiving stops new deliveries to the partner's endpoints (fan-out skips
+-- archived partners); queued deliveries and history are kept.
+UPDATE partners
+SET archived_at = CASE WHEN @archived::boolean THEN coalesce(archived_at, now()) END,
+    updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: PartnerExisting :many
+-- Which of the given partner ids exist (ingest validates partner_id).
+SELECT id FROM partners WHERE id = ANY(@ids::bigint[]);

@@ -1,0 +1,51 @@
+-- name: PipelineStats :one
+-- The article's one-row pipeline summary. Each figure reads a partial index
+-- or the minute histograms, never the whole deliveries table, so it stays
+-- cheap with months of history. Throughput and failures of the last hour
+-- come from the histograms (every attempt is in them within seconds).
+SELECT
+    (SELECT count(*) FROM deliveries WHERE status = 'pending')::bigint AS pending,
+    (SELECT count(*) FROM deliveries WHERE status = 'failed')::bigint AS awaiting_retry,
+    (SELECT count(*) FROM deliveries WHERE status = 'in_flight')::bigint AS in_flight,
+    (SELECT count(*) FROM deliveries WHERE status = 'dead')::bigint AS dead,
+    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
+    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '2 hours'
+                                                         AND dead_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_previous_hour,
+    (SELECT count(*) FROM deliveries WHERE status = 'delivered' AND delivered_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS delivered_last_hour,
+    (SELECT coalesce(sum(fail_count), 0) FROM latency_histograms
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS failed_last_hour,
+    (SELECT coalesce(sum(ok_count), 0) FROM latency_histograms
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS ok_attempts_last_hour,
+    (SELECT coalesce(sum(sum_ms) / NULLIF(sum(count), 0), 0) FROM latency_histograms
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::float8 AS avg_attempt_ms_last_hour,
+    (SELECT coalesce(extract(epoch FROM coalesce(sqlc.narg(now)::timestamptz, now()) - min(created_at)), 0)
+       FROM deliveries WHERE status IN ('pending', 'failed'))::float8 AS oldest_pending_seconds;
+
+-- name: StatsSlowEndpoints :many
+-- Endpoints whose recent or 24 h P95 crosses the slow line (2 s), worst
+-- first: latency rises before failures do.
+SELECT e.id, e.name, p.name AS partner_name, h.state, h.p95_ms, h.sample_count,
+       h.recent_p95_ms, h.recent_sample_count, h.consecutive_failures
+FROM endpoint_health h
+JOIN endpoints e ON e.id = h.endpoint_id
+JOIN partners p ON p.id = e.partner_id
+WHERE (h.recent_p95_ms > @slow_ms::float8 AND h.recent_sample_count >= @min_samples::bigint)
+   OR (h.p95_ms > @slow_ms::float8 AND h.sample_count >= @min_samples::bigint)
+ORDER BY greatest(coalesce(h.recent_p95_ms, 0), coalesce(h.p95_ms, 0)) DESC
+LIMIT 100;
+
+-- name: StatsDeadByEndpoint :many
+-- Endpoints with dead letters in the last hour (the rising alert names them).
+SELECT d.endpoint_id, e.name, count(*)::bigint AS dead
+FROM deliveries d
+JOIN endpoints e ON e.id = d.endpoint_id
+WHERE d.status = 'dead' AND d.dead_at >= @since::timestamptz
+GROUP BY d.endpoint_id, e.name
+ORDER BY count(*) DESC
+LIMIT 20;
+
+-- name: StatsBreakerStates :many
+-- Endpoints per breaker state (metrics).
+SELECT state, paused, count(*)::bigint AS endpoints
+FROM endpoint_health
+GROUP BY state, paused;

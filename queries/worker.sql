@@ -1,0 +1,279 @@
+-- name: DeliveryClaim :many
+-- Claims due deliveries in one statement and commits before any HTTP is
+-- sent: no transaction is ever held open across a network call.
+--
+-- Only endpoints that are enabled, whose breaker is closed and that are not
+-- paused by a Retry-After are eligible. Each gets at most its free in-flight
+-- slots (max_in_flight minus rows already in flight, across all replicas)
+-- and, when rate-limited, at most the tokens this replica holds for it
+-- (@capped_ids/@caps; a rate-limited endpoint absent from them is skipped
+-- until the worker knows its limit). Endpoints are visited in random order
+-- so that a large backlog on one cannot starve the others; within an
+-- endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
+-- claims by other replicas take other rows instead of waiting.
+WITH live AS (
+    SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
+    FROM endpoints e
+    JOIN endpoint_health h ON h.endpoint_id = e.id
+    WHERE e.enabled
+      AND h.state = 'closed'
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+),
+in_flight AS (
+    SELECT endpoint_id, count(*)::int AS n
+    FROM deliveries
+    WHERE status = 'in_flight'
+    GROUP BY endpoint_id
+),
+room AS (
+    SELECT l.id,
+           LEAST(l.max_in_flight - coalesce(f.n, 0),
+                 CASE WHEN c.cap IS NOT NULL THEN c.cap
+                      WHEN l.limited THEN 0
+                      ELSE l.max_in_flight END) AS n
+    FROM live l
+    LEFT JOIN in_flight f ON f.endpoint_id = l.id
+    LEFT JOIN (SELECT unnest(@capped_ids::bigint[]) AS id, unnest(@caps::int[]) AS cap) c ON c.id = l.id
+),
+picked AS (
+    SELECT d.id
+    FROM (SELECT id, n FROM room WHERE n > 0 ORDER BY random()) r
+    CROSS JOIN LATERAL (
+        SELECT d.id
+        FROM deliveries d
+        WHERE d.endpoint_id = r.id
+          AND d.status IN ('pending', 'failed')
+          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+        ORDER BY d.next_attempt_at
+        LIMIT r.n
+        FOR UPDATE SKIP LOCKED
+    ) d
+    LIMIT @max_rows::int
+)
+UPDATE deliveries d
+SET status = 'in_flight',
+    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_owner = @worker_id::text
+FROM picked p, events ev, endpoints e
+WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
+          ev.type AS event_type, ev.payload,
+          e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
+          (SELECT max(s.id) FROM endpoint_secrets s WHERE s.endpoint_id = e.id)::bigint AS secret_version;
+
+-- name: EndpointHealthStartProbes :many
+-- Moves open breakers whose cooldown has passed to half_open. The WHERE
+-- state = 'open' makes the transition conditional: when replicas race, one
+-- UPDATE wins and the others match no row. Paused endpoints wait for an
+-- operator.
+UPDATE endpoint_health
+SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
+WHERE state = 'open'
+  AND NOT paused
+  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce(sqlc.narg(now)::timestamptz, now())
+RETURNING endpoint_id;
+
+-- name: DeliveryClaimProbes :many
+-- Claims exactly one probe delivery per half-open endpoint that has none:
+-- the health row is locked (SKIP LOCKED, so racing replicas skip it) and
+-- marked with the probe's id in the same statement, so no second probe is
+-- ever claimed while the first is unresolved.
+WITH ready AS (
+    SELECT h.endpoint_id
+    FROM endpoint_health h
+    JOIN endpoints e ON e.id = h.endpoint_id
+    WHERE h.state = 'half_open'
+      AND h.probe_delivery_id IS NULL
+      AND e.enabled
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+    FOR UPDATE OF h SKIP LOCKED
+),
+pick AS (
+    SELECT r.endpoint_id, d.id
+    FROM ready r
+    CROSS JOIN LATERAL (
+        SELECT d.id FROM deliveries d
+        WHERE d.endpoint_id = r.endpoint_id
+          AND d.status IN ('pending', 'failed')
+          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+        ORDER BY d.next_attempt_at
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) d
+),
+mark AS (
+    UPDATE endpoint_health h
+    SET probe_delivery_id = p.id, updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
+    FROM pick p
+    WHERE h.endpoint_id = p.endpoint_id
+)
+UPDATE deliveries d
+SET status = 'in_flight',
+    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_owner = @worker_id::text
+FROM pick p, events ev, endpoints e
+WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
+          ev.type AS event_type, ev.payload,
+          e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
+          (SELECT max(s.id) FROM endpoint_secrets s WHERE s.endpoint_id = e.id)::bigint AS secret_version;
+
+-- name: DeliveryComplete :many
+-- Applies a batch of attempt outcomes. The lease owner and attempt count
+-- fence the update: a result that arrives after its lease expired and the
+-- delivery was rescued (and perhaps claimed again) changes nothing.
+-- Returns the ids actually updated.
+UPDATE deliveries d
+SET status           = u.status,
+    attempt_count    = d.attempt_count + 1,
+    next_attempt_at  = u.next_attempt_at,
+    lease_expires_at = NULL,
+    lease_owner      = NULL,
+    delivered_at     = CASE WHEN u.status = 'delivered' THEN u.finished_at ELSE d.delivered_at END,
+    dead_at          = CASE WHEN u.status = 'dead' THEN u.finished_at ELSE NULL END,
+    last_error       = NULLIF(u.error, ''),
+    last_error_class = NULLIF(u.error_class, ''),
+    last_status_code = NULLIF(u.status_code, 0),
+    last_response_ms = u.duration_ms
+FROM (SELECT unnest(@ids::bigint[]) AS id,
+             unnest(@attempt_counts::int[]) AS attempt_count,
+             unnest(@statuses::text[]) AS status,
+             unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
+             unnest(@finished_ats::timestamptz[]) AS finished_at,
+             unnest(@errors::text[]) AS error,
+             unnest(@error_classes::text[]) AS error_class,
+             unnest(@status_codes::int[]) AS status_code,
+             unnest(@durations_ms::float8[]) AS duration_ms) u
+WHERE d.id = u.id
+  AND d.status = 'in_flight'
+  AND d.attempt_count = u.attempt_count
+  AND d.lease_owner = @worker_id::text
+RETURNING d.id;
+
+-- name: DeliveryRelease :exec
+-- Returns deliveries this worker claimed but did not attempt (shutdown
+-- cancelled the send) to the queue, due now, without using an attempt.
+UPDATE deliveries d
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempt_counts::int[]) AS attempt_count) u
+WHERE d.id = u.id
+  AND d.status = 'in_flight'
+  AND d.attempt_count = u.attempt_count
+  AND d.lease_owner = @worker_id::text;
+
+-- name: DeliveryReleaseOwned :execrows
+-- At shutdown, after the last flush: anything still leased by this worker
+-- goes back to the queue, due now. Normally matches nothing.
+UPDATE deliveries
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+WHERE status = 'in_flight' AND lease_owner = @worker_id::text;
+
+-- name: AttemptInsert :copyfrom
+-- Attempts are append-only and written with COPY, one batch per flush.
+INSERT INTO delivery_attempts (
+    delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
+    status_code, error_class, error, response_excerpt
+) VALUES (
+    @delivery_id, @endpoint_id, @attempt_no, @started_at, @duration_ms, @outcome,
+    @status_code, @error_class, @error, @response_excerpt
+);
+
+-- name: DeliveryRescueExpired :many
+-- Rescues deliveries whose lease expired (the worker sending them died or
+-- hung): they become due again now. The lost attempt counts (it may have
+-- reached the partner) but never exhausts the budget: max_attempts is raised
+-- when needed so a crash can not dead-letter a delivery. SKIP LOCKED keeps
+-- replicas from rescuing the same row twice.
+UPDATE deliveries d
+SET status           = 'failed',
+    attempt_count    = d.attempt_count + 1,
+    max_attempts     = GREATEST(d.max_attempts, d.attempt_count + 2),
+    next_attempt_at  = coalesce(sqlc.narg(now)::timestamptz, now()),
+    lease_expires_at = NULL,
+    lease_owner      = NULL,
+    last_error       = 'lease expired: the worker sending it stopped before recording a result',
+    last_error_class = 'lease_expired',
+    last_status_code = NULL
+FROM (
+    SELECT id FROM deliveries
+    WHERE status = 'in_flight' AND lease_expires_at < coalesce(sqlc.narg(now)::timestamptz, now())
+    ORDER BY lease_expires_at
+    LIMIT @max_rows::int
+    FOR UPDATE SKIP LOCKED
+) x
+WHERE d.id = x.id
+RETURNING d.id, d.endpoint_id, d.attempt_count;
+
+-- name: EndpointHealthLock :many
+-- Locks the health rows of the endpoints in a completion batch, in id order
+-- (every writer locks in that order, so replicas cannot deadlock).
+SELECT h.*, e.failure_threshold
+FROM endpoint_health h
+JOIN endpoints e ON e.id = h.endpoint_id
+WHERE h.endpoint_id = ANY(@endpoint_ids::bigint[])
+ORDER BY h.endpoint_id
+FOR UPDATE OF h;
+
+-- name: EndpointHealthWrite :exec
+-- Writes breaker transitions computed by worker/breaker for many endpoints.
+-- Arrays cannot carry NULL through sqlc's types, so the zero time (year 1)
+-- stands for NULL.
+UPDATE endpoint_health h
+SET state                = u.state,
+    consecutive_failures = u.consecutive_failures,
+    opened_at            = NULLIF(u.opened_at, '0001-01-01 00:00:00+00'),
+    cooldown_seconds     = u.cooldown_seconds,
+    probe_delivery_id    = NULLIF(u.probe_delivery_id, 0),
+    paused_until         = NULLIF(u.paused_until, '0001-01-01 00:00:00+00'),
+    last_success_at      = NULLIF(u.last_success_at, '0001-01-01 00:00:00+00'),
+    last_failure_at      = NULLIF(u.last_failure_at, '0001-01-01 00:00:00+00'),
+    updated_at           = coalesce(sqlc.narg(now)::timestamptz, now())
+FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
+             unnest(@states::text[]) AS state,
+             unnest(@consecutive_failures::int[]) AS consecutive_failures,
+             unnest(@opened_ats::timestamptz[]) AS opened_at,
+             unnest(@cooldown_seconds::int[]) AS cooldown_seconds,
+             unnest(@probe_delivery_ids::bigint[]) AS probe_delivery_id,
+             unnest(@paused_untils::timestamptz[]) AS paused_until,
+             unnest(@last_success_ats::timestamptz[]) AS last_success_at,
+             unnest(@last_failure_ats::timestamptz[]) AS last_failure_at) u
+WHERE h.endpoint_id = u.endpoint_id;
+
+-- name: EndpointSecretsForSigning :many
+-- The active secrets of one endpoint, newest first, with their expiry (the
+-- worker caches them per endpoint until a newer secret appears).
+SELECT id, ciphertext, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = @endpoint_id
+  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg(now)::timestamptz, now()))
+ORDER BY created_at DESC, id DESC;
+
+-- name: EndpointRateLimits :many
+-- Rate-limited endpoints, for this replica's token buckets.
+SELECT id, rate_per_sec::float8 AS rate_per_sec, burst
+FROM endpoints
+WHERE rate_per_sec IS NOT NULL AND enabled;
+
+-- name: WorkerHeartbeat :exec
+-- Records this replica as alive.
+INSERT INTO worker_heartbeats (worker_id, hostname, started_at, last_seen_at)
+VALUES (@worker_id, @hostname, coalesce(sqlc.narg(now)::timestamptz, now()), coalesce(sqlc.narg(now)::timestamptz, now()))
+ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at;
+
+-- name: WorkerLiveCount :one
+-- How many replicas are alive (a per-endpoint rate is split across them).
+SELECT count(*)::int AS replicas
+FROM worker_heartbeats
+WHERE last_seen_at > @since::timestamptz;
+
+-- name: WorkerHeartbeatDelete :exec
+DELETE FROM worker_heartbeats
+WHERE worker_id = @worker_id OR last_seen_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour';
+
+-- name: ClaimLock :exec
+-- Serialises claims across replicas for the rest of the transaction. The
+-- claim reads how many deliveries each endpoint has in flight; taken after
+-- this lock, in a new statement, that count includes every claim other
+-- replicas committed, so max_in_flight holds across replicas. A claim takes
+-- about a millisecond, so replicas barely wait.
+SELECT pg_advisory_xact_lock(7270736901);
