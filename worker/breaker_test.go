@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestBreakerOpensProbesAndCloses walks the breaker end to end: a failing
+// receiver opens it at the threshold; while open nothing is claimed and
+// attempt counts stay; after the cooldown exactly one probe is sent; a failed
+// probe doubles the cooldown; a successful one closes the breaker and the
+// backlog drains.
+func TestBreakerOpensProbesAndCloses(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(respond(http.StatusServiceUnavailable))
+	epID, _ := e.endpoint(endpointOpts{url: rcv.URL, threshold: 3, maxInFlight: 1, maxAttempts: 50})
+	e.events(10, "order.created", `{}`)
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Rand = fixedRand(0) })
+	e.run(w)
+	ctx := context.Background()
+
+	// Backoff is 1 s (floor) with jitter 0: advance a second per attempt.
+	for i := 1; i <= 3; i++ {
+		e.waitFor("attempt", func() bool { return rcv.count.Load() == int64(i) })
+		e.waitFor("recorded", func() bool { return e.count("SELECT count(*) FROM delivery_attempts") == i })
+		clk.Advance(time.Second)
+	}
+	h := e.health(epID)
+	if h.State != "open" || h.ConsecutiveFailures != 3 || h.CooldownSeconds != 300 {
+		t.Fatalf("after 3 failures: %+v", h)
+	}
+	before := e.count("SELECT sum(attempt_count) FROM deliveries")
+	clk.Advance(10 * time.Second)
+	time.Sleep(150 * time.Millisecond)
+	if rcv.count.Load() != 3 || e.count("SELECT sum(attempt_count) FROM deliveries") != before {
+		t.Fatal("an open breaker's deliveries were claimed")
+	}
+
+	// Cooldown over: exactly one probe, which fails → cooldown doubles.
+	clk.Advance(300 * time.Second)
+	w.probe(ctx, ctx)
+	w.probe(ctx, ctx) // a second pass (or replica) must not send another probe
+	e.waitFor("probe", func() bool { return rcv.count.Load() == 4 })
+	e.waitFor("reopened", func() bool { return e.health(epID).State == "open" })
+	if h := e.health(epID); h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {
+		t.Fatalf("after failed probe: %+v", h)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if rcv.count.Load() != 4 {
+		t.Fatalf("more than one probe: %d requests", rcv.count.Load())
+	}
+
+	// Partner recovers: the next probe closes the breaker, the backlog drains.
+	rcv.setHandler(respond(http.StatusOK))
+	clk.Advance(600 * time.Second)
+	w.probe(ctx, ctx)
+	e.waitFor("closed and drained", func() bool {
+		return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 10
+	})
+	if h := e.health(epID); h.State != "closed" || h.ConsecutiveFailures != 0 || h.CooldownSeconds != 300 {
+		t.Fatalf("after recovery: %+v", h)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'"); n != 0 {
+		t.Fatalf("%d deliveries died while the breaker was open", n)
+	}
+}
+
+// TestLostProbeReopens: a probe whose worker dies is a failed probe.
+func TestLostProbeReopens(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/", timeoutMs: 1000})
+	e.events(2, "order.created", `{}`)
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now })
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, "UPDATE endpoint_health SET state = 'open', opened_at = $1 WHERE endpoint_id = $2", clk.Now(), epID); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(301 * time.Second)
+	if _, err := w.q.EndpointHealthStartProbes(ctx, w.dbNow()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.q.DeliveryClaimProbes(ctx, dbClaimProbes(w))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("probe claim: %d rows, %v", len(rows), err)
+	}
+	if again, _ := w.q.DeliveryClaimProbes(ctx, dbClaimProbes(w)); len(again) != 0 {
+		t.Fatal("a second probe was claimed")
+	}
+	clk.Advance(32 * time.Second)
+	if n, err := w.rescue(ctx); n != 1 || err != nil {
+		t.Fatalf("rescue: %d, %v", n, err)
+	}
+	if h := e.health(epID); h.State != "open" || h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {
+		t.Fatalf("lost probe: %+v", h)
+	}
+}

@@ -1,0 +1,418 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/backoff"
+	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/sender"
+)
+
+// completer collects outcomes and records them in batches: one transaction
+// per FlushSize results or FlushInterval, whichever comes first. It returns
+// after w.results is closed and everything received is recorded.
+func (w *Worker) completer() {
+	batch := make([]outcome, 0, w.cfg.FlushSize)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		w.flushWithRetry(batch)
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case o, ok := <-w.results:
+			if !ok {
+				flush()
+				return
+			}
+			if len(batch) == 0 {
+				timer.Reset(w.cfg.FlushInterval)
+			}
+			batch = append(batch, o)
+			if len(batch) >= w.cfg.FlushSize {
+				timer.Stop()
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		}
+	}
+}
+
+// flushWithRetry records a batch. While the database is unreachable it
+// retries; senders block behind the full results channel meanwhile, so
+// claiming stops too. If the database stays away past the leases, other
+// replicas rescue the rows and send them again: at-least-once. Any other
+// error means one result cannot be stored (a bug, a constraint): the batch
+// is split so the others are recorded, and the lone failure is left to
+// lease rescue.
+func (w *Worker) flushWithRetry(batch []outcome) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		start := time.Now()
+		err := w.flush(ctx, batch)
+		cancel()
+		w.metrics.observeFlush(time.Since(start), err)
+		switch {
+		case err == nil:
+			return
+		case !retryable(err):
+			if len(batch) == 1 {
+				w.log.Error("cannot record a delivery result; its lease will expire and it will be retried",
+					"delivery_id", batch[0].d.ID, "err", err)
+				return
+			}
+			half := len(batch) / 2
+			w.flushWithRetry(batch[:half])
+			w.flushWithRetry(batch[half:])
+			return
+		case attempt == 1 || attempt%30 == 0:
+			w.log.Error("record delivery results: database unavailable, retrying", "err", err, "results", len(batch), "attempt", attempt)
+		}
+		if attempt >= 120 { // ~10 minutes: the leases have long expired; rescue owns these rows now
+			w.log.Error("giving up recording results; expired leases will be rescued", "results", len(batch))
+			return
+		}
+		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 5*time.Second))
+	}
+}
+
+// retryable reports whether err is the database being unreachable or
+// overloaded (worth retrying as is) rather than a statement that will fail
+// again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "53"),
+			strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "40001", pgErr.Code == "40P01":
+			return true
+		}
+		return false
+	}
+	return true // connection errors, timeouts: no server verdict
+}
+
+// flush records one batch in one transaction: attempts (COPY), delivery
+// state (one UPDATE over arrays), breaker transitions and Retry-After
+// pauses, and endpoints disabled by 410 Gone.
+func (w *Worker) flush(ctx context.Context, batch []outcome) error {
+	now := w.now()
+	var (
+		attempts []db.AttemptInsertParams
+		done     db.DeliveryCompleteParams
+		release  db.DeliveryReleaseParams
+		gone     = map[int64]string{}
+	)
+	done.WorkerID, release.WorkerID, release.Now = w.id, w.id, w.dbNow()
+	for i := range batch {
+		o := &batch[i]
+		d, r := &o.d, &o.res
+		if r.ErrorClass == sender.ClassCanceled {
+			// Shutdown cut the send short: back to the queue without using
+			// an attempt.
+			release.Ids = append(release.Ids, d.ID)
+			release.AttemptCounts = append(release.AttemptCounts, d.AttemptCount)
+			continue
+		}
+		attemptNo := d.AttemptCount + 1
+		excerpt := redact(r.Excerpt, o.redact)
+		attempts = append(attempts, db.AttemptInsertParams{
+			DeliveryID:      d.ID,
+			EndpointID:      d.EndpointID,
+			AttemptNo:       attemptNo,
+			StartedAt:       r.Started,
+			DurationMs:      float64(r.Duration) / float64(time.Millisecond),
+			Outcome:         string(r.Outcome),
+			StatusCode:      nonZero(int32(r.StatusCode)),
+			ErrorClass:      nonEmpty(r.ErrorClass),
+			Error:           nonEmpty(r.Error),
+			ResponseExcerpt: nonEmpty(excerpt),
+		})
+		status, next := w.nextState(o, attemptNo, now)
+		done.Ids = append(done.Ids, d.ID)
+		done.AttemptCounts = append(done.AttemptCounts, d.AttemptCount)
+		done.Statuses = append(done.Statuses, status)
+		done.NextAttemptAts = append(done.NextAttemptAts, next)
+		done.FinishedAts = append(done.FinishedAts, o.finished)
+		done.Errors = append(done.Errors, r.Error)
+		done.ErrorClasses = append(done.ErrorClasses, r.ErrorClass)
+		done.StatusCodes = append(done.StatusCodes, int32(r.StatusCode))
+		done.DurationsMs = append(done.DurationsMs, float64(r.Duration)/float64(time.Millisecond))
+		if r.Outcome == sender.Gone {
+			gone[d.EndpointID] = fmt.Sprintf("the partner answered 410 Gone at %s; re-enable after fixing the URL", o.finished.UTC().Format(time.RFC3339))
+		}
+	}
+
+	var applied map[int64]bool
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := w.q.WithTx(tx)
+		if len(attempts) > 0 {
+			if _, err := q.AttemptInsert(ctx, attempts); err != nil {
+				return fmt.Errorf("insert attempts: %w", err)
+			}
+		}
+		if len(done.Ids) > 0 {
+			ids, err := q.DeliveryComplete(ctx, done)
+			if err != nil {
+				return fmt.Errorf("complete deliveries: %w", err)
+			}
+			applied = make(map[int64]bool, len(ids))
+			for _, id := range ids {
+				applied[id] = true
+			}
+		}
+		if len(release.Ids) > 0 {
+			if err := q.DeliveryRelease(ctx, release); err != nil {
+				return fmt.Errorf("release deliveries: %w", err)
+			}
+		}
+		if err := w.applyBreaker(ctx, q, batch, applied, now); err != nil {
+			return err
+		}
+		for id, reason := range gone {
+			if err := q.EndpointDisable(ctx, db.EndpointDisableParams{ID: id, Reason: reason}); err != nil {
+				return fmt.Errorf("disable endpoint: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Telemetry only after commit, so a retried batch is not counted twice.
+	for i := range batch {
+		o := &batch[i]
+		if o.res.ErrorClass == sender.ClassCanceled {
+			continue
+		}
+		if !applied[o.d.ID] {
+			w.log.Warn("stale result ignored: the lease had expired and the delivery was rescued", "delivery_id", o.d.ID)
+		}
+		if o.sent() {
+			w.recorder.Observe(o.d.EndpointID, o.res.Started, o.res.Duration, o.res.Outcome == sender.OK)
+		}
+		if o.res.RetryAfter > 0 {
+			w.limits.PauseUntil(o.d.EndpointID, o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap)))
+		}
+	}
+	w.metrics.observeOutcomes(batch)
+	return nil
+}
+
+// nextState decides what the delivery becomes after attempt attemptNo.
+func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, time.Time) {
+	switch o.res.Outcome {
+	case sender.OK:
+		return "delivered", now
+	case sender.Transient:
+		if attemptNo < o.d.MaxAttempts {
+			return "failed", o.finished.Add(w.backoff.Next(int(attemptNo), o.res.RetryAfter, w.rnd))
+		}
+	}
+	return "dead", now
+}
+
+// countsForBreaker reports whether an outcome is evidence about the
+// endpoint's health. A payload missing a postback field is the producer's
+// fault, not the partner's, and a signing problem is ours.
+func countsForBreaker(o *outcome) bool {
+	switch o.res.ErrorClass {
+	case classMissingField, classSigning:
+		return false
+	}
+	return o.res.Outcome != sender.Gone
+}
+
+// applyBreaker folds a batch's outcomes into each endpoint's breaker, under
+// the health rows' locks (taken in endpoint order). Results whose delivery
+// update was fenced off (stale) do not count.
+func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool, now time.Time) error {
+	var ids []int64
+	for i := range batch {
+		o := &batch[i]
+		if applied[o.d.ID] && (countsForBreaker(o) || o.res.RetryAfter > 0) {
+			ids = append(ids, o.d.EndpointID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows, err := q.EndpointHealthLock(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("lock endpoint health: %w", err)
+	}
+	states := make(map[int64]*healthState, len(rows))
+	for _, r := range rows {
+		states[r.EndpointID] = newHealthState(r)
+	}
+	for i := range batch {
+		o := &batch[i]
+		s := states[o.d.EndpointID]
+		if s == nil || !applied[o.d.ID] {
+			continue
+		}
+		if o.res.RetryAfter > 0 {
+			until := o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap))
+			if s.pausedUntil == nil || until.After(*s.pausedUntil) {
+				s.pausedUntil = &until
+			}
+		}
+		if !countsForBreaker(o) {
+			continue
+		}
+		s.apply(w.breaker, o, now)
+	}
+	return writeHealth(ctx, q, states, w.dbNow())
+}
+
+// healthState is one endpoint's breaker while a batch is applied.
+type healthState struct {
+	h           breaker.Health
+	threshold   int
+	probeID     int64
+	pausedUntil *time.Time
+	changed     bool
+}
+
+func newHealthState(r db.EndpointHealthLockRow) *healthState {
+	s := &healthState{
+		h: breaker.Health{
+			State:               breaker.State(r.State),
+			ConsecutiveFailures: int(r.ConsecutiveFailures),
+			Cooldown:            time.Duration(r.CooldownSeconds) * time.Second,
+			Paused:              r.Paused,
+		},
+		pausedUntil: r.PausedUntil,
+	}
+	if r.OpenedAt != nil {
+		s.h.OpenedAt = *r.OpenedAt
+	}
+	if r.LastSuccessAt != nil {
+		s.h.LastSuccessAt = *r.LastSuccessAt
+	}
+	if r.LastFailureAt != nil {
+		s.h.LastFailureAt = *r.LastFailureAt
+	}
+	if r.ProbeDeliveryID != nil {
+		s.probeID = *r.ProbeDeliveryID
+	}
+	// The breaker reacts to how slow the endpoint is now: the recent P95
+	// when it has enough samples, else the 24 h one.
+	p95, samples := r.P95Ms, r.SampleCount
+	if r.RecentSampleCount >= int64(breaker.DefaultMinSamples) {
+		p95, samples = r.RecentP95Ms, r.RecentSampleCount
+	}
+	s.threshold = breaker.DefaultPolicy().EffectiveThreshold(int(r.FailureThreshold), msToDuration(p95), int(samples))
+	return s
+}
+
+// apply folds one outcome in. While half-open only the probe's result moves
+// the breaker; a late success of an earlier send also closes it (the
+// partner answered), a late failure does not reopen it.
+func (s *healthState) apply(p breaker.Policy, o *outcome, now time.Time) {
+	ok := o.res.Outcome == sender.OK
+	isProbe := s.probeID != 0 && o.d.ID == s.probeID
+	s.changed = true
+	switch {
+	case ok:
+		s.h = p.Success(s.h, o.finished)
+		if isProbe || s.h.State == breaker.Closed {
+			s.probeID = 0
+		}
+	case s.h.State == breaker.HalfOpen && !isProbe:
+		s.h.LastFailureAt = laterOf(s.h.LastFailureAt, o.finished)
+	default:
+		s.h = p.Failure(s.h, s.threshold, o.finished)
+		if isProbe {
+			s.probeID = 0
+		}
+	}
+}
+
+func writeHealth(ctx context.Context, q *db.Queries, states map[int64]*healthState, dbNow *time.Time) error {
+	var p db.EndpointHealthWriteParams
+	p.Now = dbNow
+	ids := make([]int64, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		s := states[id]
+		p.EndpointIds = append(p.EndpointIds, id)
+		p.States = append(p.States, string(s.h.State))
+		p.ConsecutiveFailures = append(p.ConsecutiveFailures, int32(min(s.h.ConsecutiveFailures, 1<<31-1)))
+		p.OpenedAts = append(p.OpenedAts, s.h.OpenedAt)
+		p.CooldownSeconds = append(p.CooldownSeconds, int32(max(s.h.Cooldown/time.Second, 1)))
+		p.ProbeDeliveryIds = append(p.ProbeDeliveryIds, s.probeID)
+		p.PausedUntils = append(p.PausedUntils, deref(s.pausedUntil))
+		p.LastSuccessAts = append(p.LastSuccessAts, s.h.LastSuccessAt)
+		p.LastFailureAts = append(p.LastFailureAts, s.h.LastFailureAt)
+	}
+	if err := q.EndpointHealthWrite(ctx, p); err != nil {
+		return fmt.Errorf("write endpoint health: %w", err)
+	}
+	return nil
+}
+
+// redact replaces postback values echoed back by the partner (click ids,
+// transaction ids) in the response excerpt we store.
+func redact(excerpt string, values []string) string {
+	for _, v := range values {
+		if v != "" {
+			excerpt = strings.ReplaceAll(excerpt, v, "…")
+		}
+	}
+	return excerpt
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func nonZero(v int32) *int32 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func msToDuration(ms *float64) time.Duration {
+	if ms == nil {
+		return 0
+	}
+	return time.Duration(*ms * float64(time.Millisecond))
+}

@@ -1,0 +1,245 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+// Error classes the worker adds to the sender's.
+const (
+	classMissingField = "missing_field" // the payload lacks a field the postback template needs
+	classSigning      = "signing"       // no usable signing secret
+	classLeaseExpired = "lease_expired" // the worker sending it died
+)
+
+// outcome is the result of one attempt of a claimed delivery.
+type outcome struct {
+	d        claimed
+	res      sender.Result
+	finished time.Time
+	// redact lists values (postback macro values) that must not appear in
+	// the stored response excerpt.
+	redact []string
+}
+
+// sent reports whether the attempt touched the network, so its duration is
+// a real latency sample.
+func (o *outcome) sent() bool {
+	switch o.res.ErrorClass {
+	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning:
+		return false
+	}
+	return true
+}
+
+// deliver builds the request for one delivery and sends it.
+func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
+	o := outcome{d: d}
+	now := w.now()
+	req := sender.Request{
+		Method:              d.Method,
+		Header:              http.Header{},
+		Timeout:             time.Duration(d.TimeoutMs) * time.Millisecond,
+		SuccessBodyContains: d.SuccessBodyContains,
+	}
+	if err := customHeaders(req.Header, d.Headers); err != nil {
+		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "stored custom headers are invalid")
+		o.finished = w.now()
+		return o
+	}
+	switch d.Kind {
+	case "postback":
+		url, values, err := w.renderPostback(d, now)
+		if err != nil {
+			class := sender.ClassInvalidRequest
+			var missing *postback.MissingFieldError
+			if errors.As(err, &missing) {
+				class = classMissingField
+			}
+			o.res = failed(now, sender.Permanent, class, err.Error())
+			o.finished = w.now()
+			return o
+		}
+		req.URL = url
+		o.redact = values
+	default: // webhook
+		keys, err := w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
+		if err != nil {
+			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
+			o.res = failed(now, sender.Transient, classSigning, "signing secret unavailable: "+err.Error())
+			o.finished = w.now()
+			return o
+		}
+		req.URL = d.URL
+		req.Body = d.Payload
+		req.Header.Set("Content-Type", "application/json")
+		signing.Headers(req.Header, keys, d.EventID.String(), now, d.Payload)
+	}
+	o.res = w.send.Send(ctx, req)
+	o.finished = w.now()
+	return o
+}
+
+func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
+	return sender.Result{Outcome: oc, ErrorClass: class, Error: truncate(msg, sender.MaxError), Started: now}
+}
+
+// customHeaders copies an endpoint's stored headers; hookline's own headers
+// are set afterwards, so they cannot be overridden (validation also refuses
+// them at save time).
+func customHeaders(h http.Header, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "{}" {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		if !signing.Reserved(k) {
+			h.Set(k, v)
+		}
+	}
+	return nil
+}
+
+// renderPostback builds a postback URL; it returns the substituted payload
+// values so they can be kept out of the stored response excerpt.
+func (w *Worker) renderPostback(d claimed, now time.Time) (string, []string, error) {
+	t, err := w.template(d.URL)
+	if err != nil {
+		return "", nil, fmt.Errorf("postback template: %w", err)
+	}
+	fields, err := postback.PayloadFields(d.Payload)
+	if err != nil {
+		return "", nil, fmt.Errorf("payload: %w", err)
+	}
+	url, err := t.Render(postback.Values{
+		EventID:   d.EventID.String(),
+		EventType: d.EventType,
+		Timestamp: now,
+		Attempt:   int(d.AttemptCount) + 1,
+		Payload:   fields,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	var values []string
+	for _, m := range t.Macros() {
+		if raw, ok := fields[m]; ok {
+			v := strings.Trim(string(raw), `"`)
+			if len(v) >= 3 {
+				values = append(values, v)
+			}
+		}
+	}
+	return url, values, nil
+}
+
+func (w *Worker) template(s string) (*postback.Template, error) {
+	if t, ok := w.tmpls.Load(s); ok {
+		return t.(*postback.Template), nil
+	}
+	t, err := postback.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	w.tmpls.Store(s, t)
+	return t, nil
+}
+
+// secretCache holds each endpoint's decrypted signing keys. An entry is
+// valid while no newer secret exists (the claim returns the newest secret's
+// id as a version); expired keys are filtered at use, so an overlap ends on
+// time without a reload.
+type secretCache struct {
+	mu     sync.Mutex
+	m      map[int64]secretEntry
+	flight singleflight.Group
+}
+
+type secretEntry struct {
+	version int64
+	keys    []signingKey
+}
+
+type signingKey struct {
+	key     []byte
+	expires *time.Time
+}
+
+// signingKeys returns the keys that sign now, newest first.
+func (w *Worker) signingKeys(ctx context.Context, endpointID, version int64, now time.Time) ([][]byte, error) {
+	w.secrets.mu.Lock()
+	e, ok := w.secrets.m[endpointID]
+	w.secrets.mu.Unlock()
+	if !ok || e.version != version {
+		v, err, _ := w.secrets.flight.Do(fmt.Sprint(endpointID, "/", version), func() (any, error) {
+			return w.loadSecrets(ctx, endpointID, version, now)
+		})
+		if err != nil {
+			return nil, err
+		}
+		e = v.(secretEntry)
+	}
+	keys := make([][]byte, 0, len(e.keys))
+	for _, k := range e.keys {
+		if k.expires == nil || k.expires.After(now) {
+			keys = append(keys, k.key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("the endpoint has no active signing secret; rotate one")
+	}
+	return keys, nil
+}
+
+func (w *Worker) loadSecrets(ctx context.Context, endpointID, version int64, now time.Time) (secretEntry, error) {
+	rows, err := w.q.EndpointSecretsForSigning(ctx, db.EndpointSecretsForSigningParams{EndpointID: endpointID, Now: &now})
+	if err != nil {
+		return secretEntry{}, err
+	}
+	e := secretEntry{version: version}
+	for _, r := range rows {
+		plain, err := w.box.Open(endpointID, r.Ciphertext)
+		if err != nil {
+			return secretEntry{}, err
+		}
+		key, err := signing.ParseSecret(string(plain))
+		if err != nil {
+			return secretEntry{}, err
+		}
+		e.keys = append(e.keys, signingKey{key: key, expires: r.ExpiresAt})
+	}
+	w.secrets.mu.Lock()
+	if w.secrets.m == nil {
+		w.secrets.m = map[int64]secretEntry{}
+	}
+	w.secrets.m[endpointID] = e
+	w.secrets.mu.Unlock()
+	return e, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xc0 == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return s[:cut]
+}

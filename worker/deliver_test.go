@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/worker/signing"
+)
+
+func TestDeliversSignedWebhooks(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	epID, secret := e.endpoint(endpointOpts{url: rcv.URL + "/hook?x=1"})
+	payload := `{"order":"A-1","amount":12.50,"n":1e3}`
+	ids := e.events(50, "order.created", payload)
+	w := e.worker(nil)
+	e.run(w)
+	e.waitFor("50 deliveries", func() bool {
+		return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 50
+	})
+	key, err := signing.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rcv.all() {
+		if string(r.Body) != payload {
+			t.Fatalf("body %q, want the stored bytes %q", r.Body, payload)
+		}
+		if err := signing.Verify(key, r.Header, r.Body, time.Now(), time.Hour); err != nil {
+			t.Fatalf("signature does not verify: %v", err)
+		}
+		if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("User-Agent") != "hookline/test" || r.Header.Get("X-Custom") != "yes" {
+			t.Fatalf("headers %v", r.Header)
+		}
+		if r.Method != http.MethodPost || r.URL != "/hook?x=1" {
+			t.Fatalf("request %s %s", r.Method, r.URL)
+		}
+		seen[r.Header.Get("webhook-id")] = true
+	}
+	for _, id := range ids {
+		if !seen[id.String()] {
+			t.Fatalf("event %s never arrived (webhook-id must be the event id)", id)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM delivery_attempts WHERE outcome = 'ok' AND status_code = 200 AND duration_ms > 0 AND endpoint_id = $1", epID); n != 50 {
+		t.Fatalf("attempt rows = %d, want 50", n)
+	}
+	d := e.delivery(ids[0])
+	if d.AttemptCount != 1 || d.DeliveredAt == nil || d.LeaseExpiresAt != nil {
+		t.Fatalf("delivery %+v", d)
+	}
+}
+
+func TestDeliversPostbacks(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("OK conversion " + r.URL.Query().Get("cid")))
+	})
+	e.endpoint(endpointOpts{kind: "postback", url: rcv.URL + "/pb?cid={click_id}&payout={payout}&ev={event_id}&try={attempt}", successBodyContains: "OK"})
+	ids := e.events(1, "conversion.approved", `{"click_id":"abc 123&x=1","payout":12.50}`)
+	e.run(e.worker(nil))
+	e.waitFor("delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 1 })
+	got := rcv.all()[0]
+	want := "/pb?cid=abc%20123%26x%3D1&payout=12.50&ev=" + ids[0].String() + "&try=1"
+	if got.Method != http.MethodGet || got.URL != want {
+		t.Fatalf("request %s %s, want GET %s", got.Method, got.URL, want)
+	}
+	var excerpt string
+	e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt)
+	if strings.Contains(excerpt, "abc") || !strings.Contains(excerpt, "OK conversion") {
+		t.Fatalf("click id not redacted from the stored excerpt: %q", excerpt)
+	}
+}
+
+func TestPostbackFailures(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("duplicate")) })
+	e.endpoint(endpointOpts{kind: "postback", url: rcv.URL + "/pb?cid={click_id}", successBodyContains: "OK"})
+	missing := e.events(1, "conversion.approved", `{"payout":1}`)
+	mismatch := e.events(1, "conversion.approved", `{"click_id":"c1"}`)
+	e.run(e.worker(nil))
+	e.waitFor("both dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 2 })
+	if d := e.delivery(missing[0]); *d.LastErrorClass != "missing_field" || !strings.Contains(*d.LastError, "click_id") || d.AttemptCount != 1 {
+		t.Fatalf("missing field: %+v %q", d, *d.LastError)
+	}
+	if d := e.delivery(mismatch[0]); *d.LastErrorClass != "body_mismatch" {
+		t.Fatalf("body mismatch: class %q", *d.LastErrorClass)
+	}
+	if n := rcv.count.Load(); n != 1 {
+		t.Fatalf("receiver got %d requests; a missing field must not be sent", n)
+	}
+}

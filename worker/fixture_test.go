@@ -1,0 +1,323 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/signing"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+var masterKey = bytes.Repeat([]byte{9}, 32)
+
+// clock is an injectable clock that tests move by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// newClock starts a minute ahead of the real clock: ingest stamps
+// next_attempt_at with the database's now(), which must be "past" for the
+// worker's injected clock.
+func newClock() *clock { return &clock{t: time.Now().UTC().Add(time.Minute).Truncate(time.Second)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// fixedRand makes backoff deterministic: always the given fraction of the cap.
+type fixedRand float64
+
+func (f fixedRand) Float64() float64 { return float64(f) }
+
+// receiver is a loopback HTTP server that records what it receives.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []received
+	count    atomic.Int64
+	handler  atomic.Value // http.HandlerFunc answering after recording
+}
+
+type received struct {
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+	At     time.Time
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.setHandler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.requests = append(r.requests, received{req.Method, req.URL.String(), req.Header.Clone(), body, time.Now()})
+		r.mu.Unlock()
+		r.count.Add(1)
+		r.handler.Load().(http.HandlerFunc)(w, req)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) setHandler(h http.HandlerFunc) { r.handler.Store(h) }
+
+func (r *receiver) all() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.requests...)
+}
+
+func respond(code int, headers ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(code)
+	}
+}
+
+func loopbackGuard() *ssrf.Guard {
+	return ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")})
+}
+
+// env is a fresh database with helpers to create partners, endpoints and
+// events the way the API does.
+type env struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	q    *db.Queries
+	box  *secretbox.Box
+	pid  int64
+	n    atomic.Int64
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	pool := dbtest.Pool(t)
+	box, _ := secretbox.New(masterKey, nil)
+	e := &env{t: t, pool: pool, q: db.New(pool), box: box}
+	p, err := e.q.PartnerCreate(context.Background(), db.PartnerCreateParams{Name: "Partner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pid = p.ID
+	return e
+}
+
+type endpointOpts struct {
+	kind, url, method   string
+	maxAttempts         int32
+	timeoutMs           int32
+	threshold           int32
+	maxInFlight         int32
+	rate                *float64
+	burst               *int32
+	successBodyContains string
+}
+
+// endpoint creates an endpoint with its health row and secret; it returns
+// the endpoint id and the secret.
+func (e *env) endpoint(o endpointOpts) (int64, string) {
+	e.t.Helper()
+	ctx := context.Background()
+	if o.kind == "" {
+		o.kind = "webhook"
+	}
+	if o.method == "" {
+		o.method = map[string]string{"webhook": "POST", "postback": "GET"}[o.kind]
+	}
+	setDefault(&o.maxAttempts, 5)
+	setDefault(&o.timeoutMs, 5000)
+	setDefault(&o.threshold, 10)
+	setDefault(&o.maxInFlight, 8)
+	secret, _ := signing.NewSecret(rand.Reader)
+	var id int64
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		q := e.q.WithTx(tx)
+		ep, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
+			PartnerID: e.pid, Name: fmt.Sprintf("ep-%d", e.n.Add(1)), Kind: o.kind, URL: o.url, Method: o.method,
+			EventTypes: []string{}, Headers: json.RawMessage(`{"X-Custom":"yes"}`), MaxAttempts: o.maxAttempts,
+			TimeoutMs: o.timeoutMs, RatePerSec: o.rate, Burst: o.burst, MaxInFlight: o.maxInFlight,
+			FailureThreshold: o.threshold, SuccessBodyContains: o.successBodyContains, Enabled: true,
+		})
+		if err != nil {
+			return err
+		}
+		id = ep.ID
+		if err := q.EndpointHealthCreate(ctx, id); err != nil {
+			return err
+		}
+		sealed, _ := e.box.Seal(id, []byte(secret))
+		_, err = q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: id, Ciphertext: sealed})
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id, secret
+}
+
+// events stores n events of a type with the given payload and fans them out,
+// like POST /api/v1/events/batch.
+func (e *env) events(n int, typ string, payload string) []uuid.UUID {
+	e.t.Helper()
+	ctx := context.Background()
+	ids := make([]uuid.UUID, n)
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		q := e.q.WithTx(tx)
+		ev := make([]db.EventInsertBatchParams, n)
+		fan := make([]db.DeliveryFanOutBatchParams, n)
+		for i := range ids {
+			ids[i], _ = uuid.NewV7()
+			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: typ, Payload: []byte(payload)}
+			fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: typ}
+		}
+		var err error
+		q.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, e error) {
+			if e != nil && err == nil {
+				err = e
+			}
+		})
+		if err != nil {
+			return err
+		}
+		q.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, e error) {
+			if e != nil && err == nil {
+				err = e
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return q.EventNotify(ctx)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}
+
+// worker builds a Worker on the env's database.
+func (e *env) worker(mod func(*Config)) *Worker {
+	e.t.Helper()
+	cfg := Config{
+		Pool:          e.pool,
+		SecretKey:     masterKey,
+		Guard:         loopbackGuard(),
+		UserAgent:     "hookline/test",
+		PollInterval:  20 * time.Millisecond,
+		ShutdownGrace: 5 * time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	w, err := New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+// run starts w and returns a stop function that cancels it and waits for
+// Run to return (failing the test if it errs).
+func (e *env) run(w *Worker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					e.t.Errorf("worker Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				e.t.Error("worker did not stop within 30 s")
+			}
+		})
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// waitFor polls cond until it holds or the deadline passes. It waits on
+// real asynchronous work (HTTP, the database), not on simulated time.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) count(query string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (e *env) delivery(eventID uuid.UUID) db.Delivery {
+	e.t.Helper()
+	rows, err := e.q.DeliveryListByEvent(context.Background(), eventID)
+	if err != nil || len(rows) == 0 {
+		e.t.Fatalf("deliveries of %s: %v (%d rows)", eventID, err, len(rows))
+	}
+	r := rows[0]
+	return db.Delivery{ID: r.ID, EventID: r.EventID, EndpointID: r.EndpointID, Status: r.Status,
+		AttemptCount: r.AttemptCount, MaxAttempts: r.MaxAttempts, NextAttemptAt: r.NextAttemptAt,
+		LeaseExpiresAt: r.LeaseExpiresAt, LastError: r.LastError, LastErrorClass: r.LastErrorClass,
+		LastStatusCode: r.LastStatusCode, DeadAt: r.DeadAt, DeliveredAt: r.DeliveredAt}
+}
+
+func (e *env) health(endpointID int64) db.EndpointHealth {
+	e.t.Helper()
+	r, err := e.q.EndpointGetWithHealth(context.Background(), endpointID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.EndpointHealth
+}
+
+// ssrfDefault is the production guard: no allow-list, loopback refused.
+func ssrfDefault() *ssrf.Guard { return ssrf.New(nil) }
+
+func dbClaimProbes(w *Worker) db.DeliveryClaimProbesParams {
+	return db.DeliveryClaimProbesParams{Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id}
+}

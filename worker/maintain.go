@@ -1,0 +1,251 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/ratelimit"
+)
+
+// Periods of the maintenance loop.
+const (
+	probeEvery     = time.Second
+	heartbeatEvery = 5 * time.Second
+	rescueEvery    = 5 * time.Second
+	latencyEvery   = 5 * time.Second  // DESIGN: flushed at least every 10 s
+	refreshEvery   = 30 * time.Second // DESIGN: percentiles refreshed at least every 60 s
+	retentionEvery = time.Minute
+	// replicaLiveFor is how long a heartbeat counts a replica as alive.
+	replicaLiveFor = 20 * time.Second
+)
+
+// listen wakes the claim loop on NOTIFY hookline_deliveries (sent by ingest
+// and replay on commit). It holds its own connection, reconnecting after
+// failures; polling covers any gap.
+func (w *Worker) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := w.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("notification listener stopped; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (w *Worker) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		signal(w.wake)
+	}
+}
+
+// maintain runs the periodic jobs until ctx ends. Each job logs its own
+// failures and is retried on its next tick; none holds a transaction across
+// the others.
+func (w *Worker) maintain(ctx, sendCtx context.Context) {
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	var lastBeat, lastRescue, lastLatency, lastRefresh, lastRetention time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		w.probe(ctx, sendCtx)
+		if now.Sub(lastBeat) >= heartbeatEvery {
+			lastBeat = now
+			if err := w.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("heartbeat", "err", err)
+			}
+			w.refreshLimits(ctx)
+		}
+		if now.Sub(lastRescue) >= rescueEvery {
+			lastRescue = now
+			if n, err := w.rescue(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("rescue expired leases", "err", err)
+			} else if n > 0 {
+				w.log.Warn("rescued deliveries whose lease expired", "count", n)
+				signal(w.wake)
+			}
+		}
+		if now.Sub(lastLatency) >= latencyEvery {
+			lastLatency = now
+			if err := w.flushLatency(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("flush latency histograms", "err", err)
+			}
+		}
+		if now.Sub(lastRefresh) >= refreshEvery {
+			lastRefresh = now
+			if err := w.refreshHealth(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("refresh endpoint latency", "err", err)
+			}
+			if err := w.observeQueue(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("queue metrics", "err", err)
+			}
+		}
+		if now.Sub(lastRetention) >= retentionEvery {
+			lastRetention = now
+			if err := w.retain(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("retention", "err", err)
+			}
+		}
+	}
+}
+
+// heartbeat records this replica and learns how many are alive.
+func (w *Worker) heartbeat(ctx context.Context) error {
+	now := w.now()
+	host, _ := os.Hostname()
+	if err := w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, Now: w.dbNow()}); err != nil {
+		return err
+	}
+	n, err := w.q.WorkerLiveCount(ctx, now.Add(-replicaLiveFor))
+	if err != nil {
+		return err
+	}
+	w.replicas.Store(max(n, 1))
+	return nil
+}
+
+// refreshLimits loads rate-limited endpoints into this replica's token
+// buckets, each with its share of the endpoint's rate.
+func (w *Worker) refreshLimits(ctx context.Context) {
+	rows, err := w.q.EndpointRateLimits(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("load rate limits", "err", err)
+		}
+		return
+	}
+	now := w.now()
+	replicas := int(w.replicas.Load())
+	keep := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		burst := 0
+		if r.Burst != nil {
+			burst = int(*r.Burst)
+		}
+		w.limits.Set(r.ID, ratelimit.Limit{PerSecond: r.RatePerSec, Burst: burst}, replicas, now)
+		keep[r.ID] = true
+	}
+	w.limits.Retain(keep)
+}
+
+// probe moves open breakers whose cooldown passed to half-open and sends
+// exactly one probe delivery for each.
+func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
+	if _, err := w.q.EndpointHealthStartProbes(ctx, w.dbNow()); err != nil {
+		if ctx.Err() == nil {
+			w.log.Error("start breaker probes", "err", err)
+		}
+		return
+	}
+	rows, err := w.q.DeliveryClaimProbes(ctx, db.DeliveryClaimProbesParams{
+		Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Error("claim breaker probes", "err", err)
+		}
+		return
+	}
+	for _, r := range rows {
+		w.log.Info("sending breaker probe", "endpoint_id", r.EndpointID, "delivery_id", r.ID)
+		w.dispatch(sendCtx, claimed(r))
+	}
+}
+
+// rescue makes deliveries whose lease expired due again, records the lost
+// attempt, and reopens the breaker of an endpoint whose probe was lost.
+func (w *Worker) rescue(ctx context.Context) (int, error) {
+	now := w.now()
+	total := 0
+	for {
+		n, err := w.rescueBatch(ctx, now)
+		total += n
+		if err != nil || n < rescueBatchSize {
+			return total, err
+		}
+	}
+}
+
+const rescueBatchSize = 1000
+
+func (w *Worker) rescueBatch(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := w.q.WithTx(tx)
+		rows, err := q.DeliveryRescueExpired(ctx, db.DeliveryRescueExpiredParams{Now: w.dbNow(), MaxRows: rescueBatchSize})
+		if err != nil {
+			return err
+		}
+		n = len(rows)
+		if n == 0 {
+			return nil
+		}
+		attempts := make([]db.AttemptInsertParams, len(rows))
+		byEndpoint := map[int64][]int64{}
+		class := classLeaseExpired
+		msg := "lease expired: the worker sending it stopped before recording a result"
+		for i, r := range rows {
+			attempts[i] = db.AttemptInsertParams{
+				DeliveryID: r.ID, EndpointID: r.EndpointID, AttemptNo: r.AttemptCount,
+				StartedAt: now, Outcome: "transient", ErrorClass: &class, Error: &msg,
+			}
+			byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], r.ID)
+		}
+		if _, err := q.AttemptInsert(ctx, attempts); err != nil {
+			return fmt.Errorf("record lease_expired attempts: %w", err)
+		}
+		ids := make([]int64, 0, len(byEndpoint))
+		for id := range byEndpoint {
+			ids = append(ids, id)
+		}
+		health, err := q.EndpointHealthLock(ctx, ids)
+		if err != nil {
+			return err
+		}
+		states := map[int64]*healthState{}
+		for _, h := range health {
+			if h.ProbeDeliveryID == nil {
+				continue
+			}
+			for _, id := range byEndpoint[h.EndpointID] {
+				if id == *h.ProbeDeliveryID {
+					// The probe was lost: that is a failed probe.
+					s := newHealthState(h)
+					s.h = w.breaker.Failure(s.h, s.threshold, now)
+					s.probeID = 0
+					states[h.EndpointID] = s
+				}
+			}
+		}
+		if len(states) == 0 {
+			return nil
+		}
+		return writeHealth(ctx, q, states, w.dbNow())
+	})
+	return n, err
+}

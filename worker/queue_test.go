@@ -1,0 +1,190 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/worker/sender"
+)
+
+// TestReplicasNeverDoubleSend runs two workers on one database and one
+// receiver: every delivery arrives exactly once.
+func TestReplicasNeverDoubleSend(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("webhook-id")+r.URL.Path]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	for i := range 4 {
+		e.endpoint(endpointOpts{url: fmt.Sprintf("%s/ep%d", rcv.URL, i), maxInFlight: 50})
+	}
+	e.events(500, "order.created", `{"n":1}`)
+	a := e.worker(func(c *Config) { c.WorkerID = "replica-a"; c.ClaimBatch = 37 })
+	b := e.worker(func(c *Config) { c.WorkerID = "replica-b"; c.ClaimBatch = 41 })
+	e.run(a)
+	e.run(b)
+	e.waitFor("2000 deliveries", func() bool {
+		return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 2000
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	dups := 0
+	for _, n := range seen {
+		if n > 1 {
+			dups++
+		}
+	}
+	if dups != 0 || len(seen) != 2000 {
+		t.Fatalf("%d distinct deliveries received, %d duplicated", len(seen), dups)
+	}
+	if n := e.count("SELECT count(DISTINCT d.id) FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id"); n != 2000 {
+		t.Fatalf("attempted deliveries = %d", n)
+	}
+	both := e.count("SELECT count(*) FROM worker_heartbeats")
+	if both != 2 {
+		t.Logf("heartbeats: %d", both)
+	}
+}
+
+// TestInFlightCapIsShared checks max_in_flight holds across replicas.
+func TestInFlightCapIsShared(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cur++
+		peak = max(peak, cur)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		cur--
+		mu.Unlock()
+	})
+	e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 3})
+	e.events(40, "order.created", `{}`)
+	e.run(e.worker(func(c *Config) { c.WorkerID = "a" }))
+	e.run(e.worker(func(c *Config) { c.WorkerID = "b" }))
+	e.waitFor("all delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 40 })
+	if peak > 3 {
+		t.Fatalf("peak concurrency %d exceeds max_in_flight 3", peak)
+	}
+}
+
+// TestRescueAfterCrash claims deliveries with a worker that then "dies"
+// (never sends nor completes): after the lease, another replica rescues them,
+// records a lease_expired attempt, and delivers each one.
+func TestRescueAfterCrash(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 1000, maxAttempts: 1, maxInFlight: 100})
+	e.events(30, "order.created", `{}`)
+	clk := newClock()
+	dead := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "crashed" })
+	rows, err := dead.claim(context.Background(), 100)
+	if err != nil || len(rows) != 30 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	live := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
+	if n, err := live.rescue(context.Background()); err != nil || n != 0 {
+		t.Fatalf("rescued %d before the lease expired (%v)", n, err)
+	}
+	clk.Advance(31*time.Second + time.Second) // timeout 1 s + margin 30 s
+	if n, err := live.rescue(context.Background()); err != nil || n != 30 {
+		t.Fatalf("rescued %d, want 30 (%v)", n, err)
+	}
+	if n := e.count("SELECT count(*) FROM delivery_attempts WHERE error_class = 'lease_expired' AND attempt_no = 1"); n != 30 {
+		t.Fatalf("lease_expired attempts = %d", n)
+	}
+	e.run(live)
+	e.waitFor("all delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 30 })
+	if got := rcv.count.Load(); got != 30 {
+		t.Fatalf("receiver got %d requests, want 30", got)
+	}
+	// max_attempts was 1: a crash must not use up the budget.
+	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 2"); n != 30 {
+		t.Fatalf("deliveries with 2 attempts (lost + delivered) = %d", n)
+	}
+	// The crashed worker's late results are fenced off.
+	for i := range rows {
+		dead.results <- outcome{d: rows[i], finished: clk.Now(), res: sender.Result{Outcome: sender.OK, StatusCode: 200, Started: clk.Now()}}
+	}
+	close(dead.results)
+	dead.completer()
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
+		t.Fatalf("stale results changed %d deliveries", n)
+	}
+}
+
+// TestGracefulShutdownFinishesInFlight: SIGTERM lets slow sends finish
+// within the grace period and leaves nothing in flight.
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	started := make(chan struct{}, 100)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+	})
+	e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 5})
+	e.events(20, "order.created", `{}`)
+	stop := e.run(e.worker(nil))
+	for range 5 {
+		<-started
+	}
+	stop()
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'"); n != 0 {
+		t.Fatalf("%d deliveries left in flight", n)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'"); n < 5 {
+		t.Fatalf("only %d delivered: in-flight sends were cut off", n)
+	}
+	if n := e.count("SELECT count(*) FROM worker_heartbeats"); n != 0 {
+		t.Fatal("heartbeat left behind")
+	}
+}
+
+// TestGracefulShutdownCancelsAfterGrace: sends still running when the grace
+// period ends are cancelled and returned to the queue, due now, without
+// using an attempt.
+func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	block := make(chan struct{})
+	started := make(chan struct{}, 100)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(block)
+	e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 4, timeoutMs: 60000})
+	e.events(4, "order.created", `{}`)
+	stop := e.run(e.worker(func(c *Config) { c.ShutdownGrace = 200 * time.Millisecond }))
+	for range 4 {
+		<-started
+	}
+	begin := time.Now()
+	stop()
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("shutdown took %s with a 200 ms grace", took)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'failed' AND attempt_count = 0 AND lease_expires_at IS NULL AND next_attempt_at <= now()"); n != 4 {
+		t.Fatalf("%d deliveries returned to the queue, want 4", n)
+	}
+	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 0 {
+		t.Fatalf("cancelled sends recorded %d attempts", n)
+	}
+}

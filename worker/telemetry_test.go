@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestPercentilesMatchPercentileCont: P50/P95/P99 cached in endpoint_health
+// (merged log-bucket histograms) agree with PostgreSQL's exact
+// percentile_cont over the same attempts within ±2.5 %.
+func TestPercentilesMatchPercentileCont(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	delays := make(chan time.Duration, 400)
+	for range 400 {
+		// A long-tailed distribution: mostly 1-10 ms, some 20-60 ms.
+		d := time.Duration(1+rng.IntN(9)) * time.Millisecond
+		if rng.IntN(10) == 0 {
+			d = time.Duration(20+rng.IntN(40)) * time.Millisecond
+		}
+		delays <- d
+	}
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(<-delays)
+	})
+	epID, _ := e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 16})
+	e.events(400, "order.created", `{}`)
+	w := e.worker(nil)
+	e.run(w)
+	e.waitFor("400 delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 400 })
+	ctx := context.Background()
+	if err := w.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := e.health(epID)
+	if h.SampleCount != 400 || h.RecentSampleCount != 400 {
+		t.Fatalf("samples %d / recent %d, want 400", h.SampleCount, h.RecentSampleCount)
+	}
+	var p50, p95, p99 float64
+	err := e.pool.QueryRow(ctx, `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms),
+		percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms),
+		percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms)
+		FROM delivery_attempts WHERE endpoint_id = $1`, epID).Scan(&p50, &p95, &p99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{{"p50", h.P50Ms, p50}, {"p95", h.P95Ms, p95}, {"p99", h.P99Ms, p99}, {"recent p95", h.RecentP95Ms, p95}} {
+		if c.got == nil {
+			t.Fatalf("%s missing", c.name)
+		}
+		if rel := math.Abs(*c.got-c.want) / c.want; rel > 0.025 {
+			t.Errorf("%s = %.3f ms, percentile_cont = %.3f ms (%.2f%% off)", c.name, *c.got, c.want, rel*100)
+		} else {
+			t.Logf("%s = %.3f ms, percentile_cont = %.3f ms (%.2f%% off)", c.name, *c.got, c.want, rel*100)
+		}
+	}
+	// The sparkline has the attempts in its last slots.
+	if len(h.SparkP95) != 96 || h.SparkStart == nil {
+		t.Fatalf("sparkline %d points", len(h.SparkP95))
+	}
+	total := 0
+	for _, n := range h.SparkCount {
+		total += int(n)
+	}
+	if total != 400 {
+		t.Fatalf("sparkline counts %d attempts, want 400", total)
+	}
+	// A second flush merges into the same rows instead of replacing them.
+	if err := w.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT coalesce(sum(count), 0) FROM latency_histograms WHERE endpoint_id = $1 AND resolution_seconds = 60", epID); n != 400 {
+		t.Fatalf("minute rows count %d attempts", n)
+	}
+}

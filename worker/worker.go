@@ -1,0 +1,289 @@
+// Package worker is hookline's delivery engine. It claims due deliveries
+// from the PostgreSQL queue (committing the claim before any HTTP), sends
+// them concurrently as signed webhooks or postbacks, records every attempt
+// in batches, retries transient failures with full-jitter backoff, runs the
+// per-endpoint circuit breaker, and aggregates latency telemetry. Several
+// replicas may run against one database: claims never overlap, and every
+// state change that could race is a conditional update.
+//
+// The policies it applies are the pure packages beside it (backoff, breaker,
+// ratelimit, latency, signing, postback, ssrf, sender); this package is the
+// loop that wires them to the database.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/backoff"
+	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/latency"
+	"github.com/hookline/hookline/worker/ratelimit"
+	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// Config wires a Worker. Pool, SecretKey and Guard are required.
+type Config struct {
+	Pool      *pgxpool.Pool
+	SecretKey []byte // decrypts endpoint signing secrets
+	Guard     *ssrf.Guard
+	UserAgent string
+
+	// Concurrency bounds the sends in flight in this process (default 256).
+	Concurrency int
+	// ClaimBatch bounds the rows one claim takes (default 256).
+	ClaimBatch int
+	// PollInterval is the backstop when no notification arrives (default
+	// 1 s; DESIGN requires at most 1 s).
+	PollInterval time.Duration
+	// LeaseMargin is added to an endpoint's timeout to form the lease
+	// (default 30 s): past timeout+margin the worker is presumed dead.
+	LeaseMargin time.Duration
+	// FlushInterval and FlushSize bound how long and how many results wait
+	// before one completion transaction (defaults 5 ms, 512).
+	FlushInterval time.Duration
+	FlushSize     int
+	// ShutdownGrace is how long in-flight sends may finish after SIGTERM
+	// (default 20 s).
+	ShutdownGrace time.Duration
+	Retention     Retention
+
+	Logger   *slog.Logger
+	Now      func() time.Time // injected clock; time.Now when nil
+	Rand     backoff.Source   // backoff jitter; a seeded PCG when nil
+	WorkerID string           // unique per replica; host-pid-random when empty
+	// Sender overrides the HTTP sender (tests); built from Guard when nil.
+	Sender *sender.Sender
+	// Metrics receives counters and gauges; nil disables them.
+	Metrics *Metrics
+}
+
+// Retention says how long telemetry and finished work are kept.
+type Retention struct {
+	Attempts         time.Duration // delivery_attempts rows
+	MinuteHistograms time.Duration // 60 s and 900 s latency slots
+	HourlyHistograms time.Duration // 3600 s latency rollups
+	Delivered        time.Duration // delivered deliveries, and events with nothing left
+}
+
+// DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
+// hourly rollups 30 days; delivered work 7 days.
+func DefaultRetention() Retention {
+	return Retention{
+		Attempts:         7 * 24 * time.Hour,
+		MinuteHistograms: 48 * time.Hour,
+		HourlyHistograms: 30 * 24 * time.Hour,
+		Delivered:        7 * 24 * time.Hour,
+	}
+}
+
+// Worker is one replica of the delivery engine.
+type Worker struct {
+	cfg      Config
+	pool     *pgxpool.Pool
+	q        *db.Queries
+	send     *sender.Sender
+	ownSend  bool
+	box      *secretbox.Box
+	backoff  backoff.Policy
+	breaker  breaker.Policy
+	limits   *ratelimit.Registry
+	recorder *latency.Recorder
+	secrets  secretCache
+	tmpls    sync.Map // template string → *postback.Template
+	log      *slog.Logger
+	now      func() time.Time
+	injected bool           // Config.Now was set: SQL uses it too
+	rnd      backoff.Source // used by the completer goroutine only
+	id       string
+	metrics  *Metrics
+
+	busy     atomic.Int64  // sends in flight in this process
+	freed    chan struct{} // a send finished (claim loop may claim again)
+	wake     chan struct{} // NOTIFY arrived
+	results  chan outcome  // senders → completer
+	inflight sync.WaitGroup
+	replicas atomic.Int32
+}
+
+// New validates cfg and builds a Worker.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("worker: Pool is required")
+	}
+	if cfg.Guard == nil && cfg.Sender == nil {
+		return nil, errors.New("worker: Guard is required")
+	}
+	box, err := secretbox.New(cfg.SecretKey, nil)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	setDefault(&cfg.Concurrency, 256)
+	setDefault(&cfg.ClaimBatch, 256)
+	setDefault(&cfg.PollInterval, time.Second)
+	setDefault(&cfg.LeaseMargin, 30*time.Second)
+	setDefault(&cfg.FlushInterval, 5*time.Millisecond)
+	setDefault(&cfg.FlushSize, 512)
+	setDefault(&cfg.ShutdownGrace, 20*time.Second)
+	if cfg.Retention == (Retention{}) {
+		cfg.Retention = DefaultRetention()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	injected := cfg.Now != nil
+	if !injected {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
+	}
+	w := &Worker{
+		cfg:      cfg,
+		pool:     cfg.Pool,
+		q:        db.New(cfg.Pool),
+		send:     cfg.Sender,
+		box:      box,
+		backoff:  backoff.Default(),
+		breaker:  breaker.DefaultPolicy(),
+		limits:   ratelimit.NewRegistry(),
+		recorder: latency.NewRecorder(),
+		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		now:      cfg.Now,
+		injected: injected,
+		rnd:      cfg.Rand,
+		id:       cfg.WorkerID,
+		metrics:  cfg.Metrics,
+		freed:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
+	}
+	if w.send == nil {
+		ua := cfg.UserAgent
+		if ua == "" {
+			ua = "hookline"
+		}
+		s, err := sender.New(sender.Options{Guard: cfg.Guard, UserAgent: ua, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		w.send, w.ownSend = s, true
+	}
+	w.replicas.Store(1)
+	return w, nil
+}
+
+func setDefault[T int | int32 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// ID is this replica's worker id (lease_owner of the rows it claims).
+func (w *Worker) ID() string { return w.id }
+
+// Run delivers until ctx is cancelled, then shuts down gracefully: it stops
+// claiming, lets in-flight sends finish within ShutdownGrace (cancelling the
+// rest), records every result, returns anything still leased to the queue
+// (due now), flushes telemetry, and returns nil.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.ownSend {
+		defer w.send.Close()
+	}
+	// Sends outlive ctx by the grace period, so a SIGTERM does not cut off
+	// requests that are about to be answered.
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+
+	if err := w.heartbeat(ctx); err != nil {
+		w.log.Warn("first heartbeat failed; continuing", "err", err)
+	}
+	w.refreshLimits(ctx)
+
+	completerDone := make(chan struct{})
+	go func() {
+		defer close(completerDone)
+		w.completer()
+	}()
+
+	var bg sync.WaitGroup
+	bg.Go(func() { w.listen(ctx) })
+	bg.Go(func() { w.maintain(ctx, sendCtx) })
+
+	w.log.Info("worker started", "concurrency", w.cfg.Concurrency)
+	w.claimLoop(ctx, sendCtx)
+
+	// Shutdown. Nothing new is claimed from here on.
+	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.busy.Load(), "grace", w.cfg.ShutdownGrace)
+	bg.Wait()
+	sent := make(chan struct{})
+	go func() {
+		w.inflight.Wait()
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-time.After(w.cfg.ShutdownGrace):
+		w.log.Warn("shutdown grace expired: cancelling remaining sends", "in_flight", w.busy.Load())
+		cancelSends()
+		<-sent
+	}
+	close(w.results)
+	<-completerDone
+
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if n, err := w.q.DeliveryReleaseOwned(final, db.DeliveryReleaseOwnedParams{Now: w.dbNow(), WorkerID: w.id}); err != nil {
+		w.log.Error("release leases at shutdown", "err", err)
+	} else if n > 0 {
+		w.log.Warn("returned leased deliveries to the queue", "count", n)
+	}
+	if err := w.flushLatency(final); err != nil {
+		w.log.Error("flush latency at shutdown", "err", err)
+	}
+	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.id, Now: w.dbNow()}); err != nil {
+		w.log.Warn("remove heartbeat", "err", err)
+	}
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// dbNow is the "now" passed to SQL. In production it is nil, and queries
+// use the database's now(): ingest stamps next_attempt_at with it, so claims
+// must compare against the same clock. Tests inject a clock for both.
+func (w *Worker) dbNow() *time.Time {
+	if !w.injected {
+		return nil
+	}
+	t := w.now()
+	return &t
+}
+
+// signal sends on a 1-buffered channel without blocking: a pending signal
+// already says "look again".
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Wake makes the claim loop look for due work now (used after in-process
+// ingest in tests and benchmarks; production uses NOTIFY).
+func (w *Worker) Wake() { signal(w.wake) }
