@@ -1,0 +1,45 @@
+# hookline: two commands matter.
+#   make run   build and serve (embedded PostgreSQL unless DATABASE_URL is set)
+#   make test  everything CI checks: generated code, vet, tests with -race
+
+SHELL := /bin/bash
+BIN := bin/hookline
+SQLC := go tool -modfile=.ci/tools.mod sqlc
+TEMPL := go tool templ
+# The private cluster the tests start on demand (db/dbtest).
+TEST_CLUSTER := $(or $(TMPDIR),/tmp)/hookline-test-$(shell id -u)
+VERIFY_DIR := worker/signing/testdata/verify
+
+.PHONY: build run demo test generate check-generated bench clean
+
+build:
+	go build -o $(BIN) .
+
+run: build
+	./$(BIN) serve
+
+demo: build
+	./$(BIN) demo
+
+generate:
+	$(TEMPL) generate -path views
+	$(SQLC) generate
+
+# Fails when regenerating would change a committed file.
+check-generated:
+	.ci/check-generated
+
+test: check-generated build
+	go vet ./...
+	@if [ ! -d $(VERIFY_DIR)/node_modules ] && command -v npm >/dev/null; then \
+		npm ci --prefix $(VERIFY_DIR) --no-audit --no-fund --loglevel=error; fi
+	@status=0; go test -race -count=1 -timeout 15m ./... || status=$$?; \
+	if [ -z "$$TEST_DATABASE_URL" ] && [ -d "$(TEST_CLUSTER)/pg" ]; then \
+		HOOKLINE_DATA_DIR=$(TEST_CLUSTER) ./$(BIN) db stop >/dev/null 2>&1 || true; fi; \
+	exit $$status
+
+bench: build
+	./$(BIN) bench
+
+clean:
+	rm -rf bin

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	key := "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
+	cases := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c config)
+	}{
+		{"defaults: embedded database", nil, "", func(t *testing.T, c config) {
+			if !c.embedded() || c.Addr != ":8080" || c.DataDir != "data" || c.MaxBodyBytes != 262144 ||
+				c.ShutdownGrace != 20*time.Second || c.Retention.Attempts != 7*24*time.Hour || c.SecretKey != nil {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{"external database needs a secret key", map[string]string{"DATABASE_URL": "postgres://u@db/h"}, "HOOKLINE_SECRET_KEY is required", nil},
+		{"external database with key", map[string]string{"DATABASE_URL": "postgres://u@db/h", "HOOKLINE_SECRET_KEY": key}, "", func(t *testing.T, c config) {
+			if c.embedded() || len(c.SecretKey) != 32 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{"bad database url", map[string]string{"DATABASE_URL": "mysql://x", "HOOKLINE_SECRET_KEY": key}, "DATABASE_URL", nil},
+		{"short secret key", map[string]string{"HOOKLINE_SECRET_KEY": "c2hvcnQ="}, "HOOKLINE_SECRET_KEY: want base64 of exactly 32 bytes", nil},
+		{"bad session key", map[string]string{"HOOKLINE_SESSION_KEY": "%%%"}, "HOOKLINE_SESSION_KEY", nil},
+		{"bad addr", map[string]string{"HOOKLINE_ADDR": "8080"}, "HOOKLINE_ADDR", nil},
+		{"allow networks", map[string]string{"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8, 10.1.2.3"}, "", func(t *testing.T, c config) {
+			if len(c.AllowNetworks) != 2 || c.AllowNetworks[0] != netip.MustParsePrefix("127.0.0.0/8") {
+				t.Fatalf("%v", c.AllowNetworks)
+			}
+		}},
+		{"bad allow networks", map[string]string{"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/99"}, "HOOKLINE_ALLOW_NETWORKS", nil},
+		{"max body", map[string]string{"HOOKLINE_MAX_BODY_BYTES": "1048576"}, "", func(t *testing.T, c config) {
+			if c.MaxBodyBytes != 1<<20 {
+				t.Fatal(c.MaxBodyBytes)
+			}
+		}},
+		{"max body too small", map[string]string{"HOOKLINE_MAX_BODY_BYTES": "10"}, "HOOKLINE_MAX_BODY_BYTES", nil},
+		{"retention", map[string]string{"HOOKLINE_RETAIN_ATTEMPTS": "72h"}, "", func(t *testing.T, c config) {
+			if c.Retention.Attempts != 72*time.Hour {
+				t.Fatal(c.Retention)
+			}
+		}},
+		{"bad retention", map[string]string{"HOOKLINE_RETAIN_ATTEMPTS": "1s"}, "HOOKLINE_RETAIN_ATTEMPTS", nil},
+		{"log level", map[string]string{"HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_LOG_LEVEL", nil},
+		{"several errors at once", map[string]string{"HOOKLINE_ADDR": "x", "HOOKLINE_MAX_BODY_BYTES": "y"}, "HOOKLINE_MAX_BODY_BYTES", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+type process struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	done   chan error
+	env    map[string]string
+	addr   string
+}
+
+// start runs hookline's run() as the binary would, with the given
+// environment, until stop.
+func start(t *testing.T, env map[string]string, args ...string) *process {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &process{t: t, cancel: cancel, done: make(chan error, 1), env: env, addr: env["HOOKLINE_ADDR"]}
+	go func() {
+		p.done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, io.Discard)
+	}()
+	t.Cleanup(func() { p.stop() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("hookline exited during start: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("readyz not 200 within 60 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *process) stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	p.cancel = nil
+	select {
+	case err := <-p.done:
+		if err != nil {
+			p.t.Errorf("hookline exited with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		p.t.Error("hookline did not stop within 60 s")
+	}
+}
+
+// command runs a one-shot subcommand with the same environment and returns
+// its stdout.
+func command(t *testing.T, env map[string]string, stdin string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, io.Discard)
+	if err != nil {
+		t.Fatalf("hookline %v: %v", args, err)
+	}
+	return out.String()
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func api(t *testing.T, addr, key, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+addr+path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// TestServeDeliversEndToEnd runs "hookline serve" against a database, makes
+// an API key with the CLI, registers a webhook endpoint on a local receiver
+// and checks that posted events arrive signed and are recorded delivered.
+func TestServeDeliversEndToEnd(t *testing.T) {
+	var got atomic.Int64
+	var lastSig atomic.Value
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		lastSig.Store([]any{r.Header.Clone(), body})
+		got.Add(1)
+	}))
+	defer rcv.Close()
+	env := map[string]string{
+		"DATABASE_URL":            dbtest.URL(t),
+		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
+		"HOOKLINE_ADDR":           freeAddr(t),
+		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
+		"HOOKLINE_DATA_DIR":       t.TempDir(),
+	}
+	p := start(t, env, "serve")
+	key := lastLine(command(t, env, "", "apikey", "create", "--name", "e2e"))
+	if !strings.HasPrefix(key, "hk_") {
+		t.Fatalf("apikey create printed %q last", key)
+	}
+	status, partner := api(t, p.addr, key, "POST", "/api/v1/partners", map[string]any{"name": "Acme"})
+	if status != 201 {
+		t.Fatalf("partner: %d %v", status, partner)
+	}
+	status, ep := api(t, p.addr, key, "POST", "/api/v1/endpoints", map[string]any{
+		"partner_id": partner["id"], "name": "hook", "kind": "webhook", "url": rcv.URL + "/in"})
+	if status != 201 {
+		t.Fatalf("endpoint: %d %v", status, ep)
+	}
+	secret, _ := signing.ParseSecret(ep["secret"].(string))
+	var lastID string
+	for i := range 20 {
+		status, ev := api(t, p.addr, key, "POST", "/api/v1/events", map[string]any{"type": "order.created", "payload": map[string]any{"n": i}})
+		if status != 202 {
+			t.Fatalf("event: %d %v", status, ev)
+		}
+		lastID = ev["id"].(string)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for got.Load() < 20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.Load() != 20 {
+		t.Fatalf("receiver got %d of 20", got.Load())
+	}
+	pair := lastSig.Load().([]any)
+	if err := signing.Verify(secret, pair[0].(http.Header), pair[1].([]byte), time.Now(), time.Minute); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	for time.Now().Before(deadline) {
+		_, ev := api(t, p.addr, key, "GET", "/api/v1/events/"+lastID, nil)
+		d := ev["deliveries"].([]any)[0].(map[string]any)
+		if d["status"] == "delivered" {
+			if a := d["attempts"].([]any); len(a) != 1 || a[0].(map[string]any)["duration_ms"].(float64) <= 0 {
+				t.Fatalf("attempts %v", a)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("event never shown as delivered")
+}
+
+// TestEmbeddedDatabase: with no DATABASE_URL, serve starts a private
+// PostgreSQL in the data directory; a second command on the same directory
+// attaches to it; stopping serve stops the cluster.
+func TestEmbeddedDatabase(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("no local PostgreSQL installation")
+	}
+	dir, err := os.MkdirTemp("", "hlserve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	env := map[string]string{"HOOKLINE_DATA_DIR": dir, "HOOKLINE_ADDR": freeAddr(t)}
+	p := start(t, env, "serve")
+	for _, f := range []string{"secret.key", "session.key"} {
+		fi, err := os.Stat(dir + "/" + f)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, err, fi)
+		}
+	}
+	key := lastLine(command(t, env, "", "apikey", "create", "--name", "cli"))
+	if status, _ := api(t, p.addr, key, "GET", "/api/v1/partners", nil); status != 200 {
+		t.Fatalf("key from a second process refused: %d", status)
+	}
+	out := command(t, env, "correct horse battery\n", "user", "add", "--email", "ops@example.com", "--role", "admin", "--password-stdin")
+	if !strings.Contains(out, "ops@example.com") || strings.Contains(out, "password") {
+		t.Fatalf("user add: %q", out)
+	}
+	p.stop()
+	if _, err := os.Stat(dir + "/pg/postmaster.pid"); err == nil {
+		t.Fatal("embedded PostgreSQL still running after serve stopped")
+	}
+}

@@ -1,0 +1,60 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/web/account"
+)
+
+const ctxAPIKey = "hookline.api_key"
+
+// apiPrincipal is the authenticated API key of a request.
+type apiPrincipal struct {
+	ID     int64
+	Name   string
+	Prefix string
+}
+
+// actor names the key in the audit log.
+func (p apiPrincipal) actor() string { return "api_key:" + p.Prefix }
+
+var errUnauthorized = &apiError{http.StatusUnauthorized, "unauthorized", "missing or invalid API key: send Authorization: Bearer <key>", ""}
+
+// requireAPIKey authenticates "Authorization: Bearer <key>" against the
+// stored hashes of unrevoked keys.
+func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get("Authorization")
+		scheme, key, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookline"`)
+			return errUnauthorized
+		}
+		row, err := s.q.APIKeyAuthenticate(c.Request().Context(), account.HashAPIKey(strings.TrimSpace(key)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookline", error="invalid_token"`)
+			return errUnauthorized
+		}
+		if err != nil {
+			return err
+		}
+		if row.LastUsedAt == nil || s.now().Sub(*row.LastUsedAt) > time.Minute {
+			if err := s.q.APIKeyTouch(c.Request().Context(), row.ID); err != nil {
+				return err
+			}
+		}
+		c.Set(ctxAPIKey, apiPrincipal{ID: row.ID, Name: row.Name, Prefix: row.Prefix})
+		return next(c)
+	}
+}
+
+func apiKeyOf(c echo.Context) apiPrincipal {
+	p, _ := c.Get(ctxAPIKey).(apiPrincipal)
+	return p
+}

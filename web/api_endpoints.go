@@ -1,0 +1,354 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/latency"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+type endpointJSON struct {
+	ID                  int64             `json:"id"`
+	PartnerID           int64             `json:"partner_id"`
+	PartnerName         string            `json:"partner_name,omitempty"`
+	Name                string            `json:"name"`
+	Kind                string            `json:"kind"`
+	URL                 string            `json:"url"`
+	Method              string            `json:"method"`
+	EventTypes          []string          `json:"event_types"`
+	Headers             map[string]string `json:"headers"`
+	MaxAttempts         int32             `json:"max_attempts"`
+	TimeoutMs           int32             `json:"timeout_ms"`
+	RatePerSec          *float64          `json:"rate_per_sec"`
+	Burst               *int32            `json:"burst"`
+	MaxInFlight         int32             `json:"max_in_flight"`
+	FailureThreshold    int32             `json:"failure_threshold"`
+	SuccessBodyContains string            `json:"success_body_contains"`
+	Enabled             bool              `json:"enabled"`
+	DisabledReason      string            `json:"disabled_reason"`
+	CreatedAt           time.Time         `json:"created_at"`
+	UpdatedAt           time.Time         `json:"updated_at"`
+	Health              *healthJSON       `json:"health,omitempty"`
+	// Secret is present only in the response that created the endpoint.
+	Secret string `json:"secret,omitempty"`
+}
+
+type healthJSON struct {
+	State               string     `json:"state"`
+	Paused              bool       `json:"paused"`
+	PausedUntil         *time.Time `json:"paused_until"`
+	ConsecutiveFailures int32      `json:"consecutive_failures"`
+	OpenedAt            *time.Time `json:"opened_at"`
+	CooldownSeconds     int32      `json:"cooldown_seconds"`
+	NextProbeAt         *time.Time `json:"next_probe_at"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastFailureAt       *time.Time `json:"last_failure_at"`
+	P50Ms               *float64   `json:"p50_ms"`
+	P95Ms               *float64   `json:"p95_ms"`
+	P99Ms               *float64   `json:"p99_ms"`
+	SampleCount         int64      `json:"sample_count"`
+	// Latency is "ok", "slow" (P95 > 2 s) or "critical" (P95 > 5 s).
+	Latency          string     `json:"latency"`
+	StatsRefreshedAt *time.Time `json:"stats_refreshed_at"`
+}
+
+func endpointView(e db.Endpoint) endpointJSON {
+	headers, _ := decodeHeaders(e.Headers)
+	return endpointJSON{
+		ID: e.ID, PartnerID: e.PartnerID, Name: e.Name, Kind: e.Kind, URL: e.URL,
+		Method: e.Method, EventTypes: e.EventTypes, Headers: headers,
+		MaxAttempts: e.MaxAttempts, TimeoutMs: e.TimeoutMs, RatePerSec: e.RatePerSec,
+		Burst: e.Burst, MaxInFlight: e.MaxInFlight, FailureThreshold: e.FailureThreshold,
+		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
+		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+}
+
+func healthView(h db.EndpointHealth) *healthJSON {
+	v := &healthJSON{
+		State: h.State, Paused: h.Paused, PausedUntil: h.PausedUntil,
+		ConsecutiveFailures: h.ConsecutiveFailures, OpenedAt: h.OpenedAt,
+		CooldownSeconds: h.CooldownSeconds, LastSuccessAt: h.LastSuccessAt,
+		LastFailureAt: h.LastFailureAt, P50Ms: h.P50Ms, P95Ms: h.P95Ms, P99Ms: h.P99Ms,
+		SampleCount: h.SampleCount, StatsRefreshedAt: h.StatsRefreshedAt,
+		Latency: string(latency.FlagFor(msDuration(h.P95Ms), h.SampleCount, minLatencySamples)),
+	}
+	if h.State == "open" && !h.Paused && h.OpenedAt != nil {
+		t := h.OpenedAt.Add(time.Duration(h.CooldownSeconds) * time.Second)
+		v.NextProbeAt = &t
+	}
+	return v
+}
+
+// minLatencySamples is how many attempts a P95 needs before it is trusted
+// for flags (the article's "sample_count >= 20").
+const minLatencySamples = 20
+
+func msDuration(ms *float64) time.Duration {
+	if ms == nil {
+		return 0
+	}
+	return time.Duration(*ms * float64(time.Millisecond))
+}
+
+func decodeHeaders(raw json.RawMessage) (map[string]string, error) {
+	h := map[string]string{}
+	if len(raw) == 0 {
+		return h, nil
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, fmt.Errorf("stored headers: %w", err)
+	}
+	return h, nil
+}
+
+// apiEndpointCreate: POST /api/v1/endpoints → 201 with the first signing
+// secret, which is never shown again.
+func (s *Server) apiEndpointCreate(c echo.Context) error {
+	var in endpointInput
+	if err := s.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	cfg, errs := validateEndpoint(in, s.guard)
+	if len(errs) > 0 {
+		return invalidField(errs[0].Field, errs[0].Message)
+	}
+	e, secret, err := s.createEndpoint(c.Request().Context(), cfg, apiKeyOf(c).actor())
+	if err != nil {
+		return err
+	}
+	v := endpointView(e)
+	v.Secret = secret
+	h := healthView(db.EndpointHealth{State: "closed", CooldownSeconds: 300})
+	v.Health = h
+	return c.JSON(http.StatusCreated, v)
+}
+
+// createEndpoint stores the endpoint, its health row and its first secret in
+// one transaction, audited.
+func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor string) (db.Endpoint, string, error) {
+	headers, err := json.Marshal(cfg.Headers)
+	if err != nil {
+		return db.Endpoint{}, "", err
+	}
+	secret, err := signing.NewSecret(rand.Reader)
+	if err != nil {
+		return db.Endpoint{}, "", err
+	}
+	var e db.Endpoint
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		p, err := q.PartnerGet(ctx, cfg.PartnerID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return invalidField("partner_id", "no partner with this id")
+		}
+		if err != nil {
+			return err
+		}
+		if p.ArchivedAt != nil {
+			return invalidField("partner_id", "the partner is archived; unarchive it first")
+		}
+		e, err = q.EndpointCreate(ctx, db.EndpointCreateParams{
+			PartnerID: cfg.PartnerID, Name: cfg.Name, Kind: cfg.Kind, URL: cfg.URL,
+			Method: cfg.Method, EventTypes: cfg.EventTypes, Headers: headers,
+			MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs, RatePerSec: cfg.RatePerSec,
+			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
+			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled,
+		})
+		if isUniqueViolation(err) {
+			return conflict("name", "this partner already has an endpoint with this name")
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.EndpointHealthCreate(ctx, e.ID); err != nil {
+			return err
+		}
+		sealed, err := s.box.Seal(e.ID, []byte(secret))
+		if err != nil {
+			return err
+		}
+		if _, err := q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: e.ID, Ciphertext: sealed}); err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "endpoint.create", "endpoint", e.ID,
+			map[string]any{"name": e.Name, "kind": e.Kind, "partner_id": e.PartnerID})
+	})
+	if err != nil {
+		return db.Endpoint{}, "", err
+	}
+	return e, secret, nil
+}
+
+// apiEndpointList: GET /api/v1/endpoints[?partner_id=]
+func (s *Server) apiEndpointList(c echo.Context) error {
+	var partnerID *int64
+	if v := c.QueryParam("partner_id"); v != "" {
+		var id int64
+		if _, err := fmt.Sscan(v, &id); err != nil || id <= 0 {
+			return invalidField("partner_id", "must be a positive integer")
+		}
+		partnerID = &id
+	}
+	rows, err := s.q.EndpointListWithHealth(c.Request().Context(), partnerID)
+	if err != nil {
+		return err
+	}
+	out := make([]endpointJSON, 0, len(rows))
+	for _, r := range rows {
+		v := endpointView(r.Endpoint)
+		v.PartnerName = r.PartnerName
+		v.Health = healthView(r.EndpointHealth)
+		out = append(out, v)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"endpoints": out})
+}
+
+// apiEndpointGet: GET /api/v1/endpoints/:id — configuration and health.
+func (s *Server) apiEndpointGet(c echo.Context) error {
+	id, err := pathID(c, "endpoint")
+	if err != nil {
+		return err
+	}
+	r, err := s.q.EndpointGetWithHealth(c.Request().Context(), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("endpoint")
+	}
+	if err != nil {
+		return err
+	}
+	v := endpointView(r.Endpoint)
+	v.PartnerName = r.PartnerName
+	v.Health = healthView(r.EndpointHealth)
+	return c.JSON(http.StatusOK, v)
+}
+
+// apiEndpointPatch: PATCH /api/v1/endpoints/:id — the given fields are
+// merged onto the stored configuration, and the result is validated whole.
+func (s *Server) apiEndpointPatch(c echo.Context) error {
+	id, err := pathID(c, "endpoint")
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var e db.Endpoint
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		cur, err := q.EndpointGetForUpdate(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("endpoint")
+		}
+		if err != nil {
+			return err
+		}
+		in, err := inputFromEndpoint(cur)
+		if err != nil {
+			return err
+		}
+		if err := decodeStrict(body, &in); err != nil {
+			return err
+		}
+		if in.PartnerID != cur.PartnerID {
+			return invalidField("partner_id", "cannot be changed; create a new endpoint for the other partner")
+		}
+		if in.Kind != cur.Kind {
+			return invalidField("kind", "cannot be changed; create a new endpoint of the other kind")
+		}
+		cfg, errs := validateEndpoint(in, s.guard)
+		if len(errs) > 0 {
+			return invalidField(errs[0].Field, errs[0].Message)
+		}
+		e, err = s.updateEndpoint(ctx, q, cur, cfg, apiKeyOf(c).actor())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, endpointView(e))
+}
+
+// updateEndpoint writes a validated configuration over cur and audits which
+// fields changed. Re-enabling clears the disabled reason.
+func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpoint, cfg endpointConfig, actor string) (db.Endpoint, error) {
+	headers, err := json.Marshal(cfg.Headers)
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	reason := cur.DisabledReason
+	if cfg.Enabled {
+		reason = ""
+	} else if cur.Enabled {
+		reason = "disabled by " + actor
+	}
+	e, err := q.EndpointUpdate(ctx, db.EndpointUpdateParams{
+		ID: cur.ID, Name: cfg.Name, URL: cfg.URL, Method: cfg.Method, EventTypes: cfg.EventTypes,
+		Headers: headers, MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs,
+		RatePerSec: cfg.RatePerSec, Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight,
+		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
+		Enabled: cfg.Enabled, DisabledReason: reason,
+	})
+	if isUniqueViolation(err) {
+		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")
+	}
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	return e, audit(ctx, q, actor, "endpoint.update", "endpoint", e.ID,
+		map[string]any{"changed": changedFields(cur, e)})
+}
+
+// changedFields names the configuration fields that differ, for the audit
+// log (names only: values may be credentials).
+func changedFields(a, b db.Endpoint) []string {
+	var out []string
+	add := func(name string, changed bool) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	add("name", a.Name != b.Name)
+	add("url", a.URL != b.URL)
+	add("method", a.Method != b.Method)
+	add("event_types", fmt.Sprint(a.EventTypes) != fmt.Sprint(b.EventTypes))
+	add("headers", string(a.Headers) != string(b.Headers))
+	add("max_attempts", a.MaxAttempts != b.MaxAttempts)
+	add("timeout_ms", a.TimeoutMs != b.TimeoutMs)
+	add("rate_per_sec", fmt.Sprint(derefF(a.RatePerSec)) != fmt.Sprint(derefF(b.RatePerSec)))
+	add("burst", fmt.Sprint(derefI(a.Burst)) != fmt.Sprint(derefI(b.Burst)))
+	add("max_in_flight", a.MaxInFlight != b.MaxInFlight)
+	add("failure_threshold", a.FailureThreshold != b.FailureThreshold)
+	add("success_body_contains", a.SuccessBodyContains != b.SuccessBodyContains)
+	add("enabled", a.Enabled != b.Enabled)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func derefF(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func derefI(p *int32) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,128 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+)
+
+type partnerJSON struct {
+	ID            int64      `json:"id"`
+	Name          string     `json:"name"`
+	Contact       string     `json:"contact"`
+	Notes         string     `json:"notes"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	ArchivedAt    *time.Time `json:"archived_at"`
+	EndpointCount *int64     `json:"endpoint_count,omitempty"`
+}
+
+func partnerView(p db.Partner) partnerJSON {
+	return partnerJSON{ID: p.ID, Name: p.Name, Contact: p.Contact, Notes: p.Notes,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, ArchivedAt: p.ArchivedAt}
+}
+
+type partnerInput struct {
+	Name    string `json:"name"`
+	Contact string `json:"contact"`
+	Notes   string `json:"notes"`
+}
+
+func validatePartner(in partnerInput) (partnerInput, []fieldError) {
+	var errs []fieldError
+	in.Name = strings.TrimSpace(in.Name)
+	in.Contact = strings.TrimSpace(in.Contact)
+	switch {
+	case in.Name == "":
+		errs = append(errs, fieldError{"name", "is required"})
+	case len(in.Name) > 200:
+		errs = append(errs, fieldError{"name", "must be at most 200 characters"})
+	}
+	if len(in.Contact) > 500 {
+		errs = append(errs, fieldError{"contact", "must be at most 500 characters"})
+	}
+	if len(in.Notes) > 10000 {
+		errs = append(errs, fieldError{"notes", "must be at most 10000 characters"})
+	}
+	return in, errs
+}
+
+// apiPartnerCreate: POST /api/v1/partners
+func (s *Server) apiPartnerCreate(c echo.Context) error {
+	var in partnerInput
+	if err := s.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	in, errs := validatePartner(in)
+	if len(errs) > 0 {
+		return invalidField(errs[0].Field, errs[0].Message)
+	}
+	ctx := c.Request().Context()
+	var p db.Partner
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		p, err = q.PartnerCreate(ctx, db.PartnerCreateParams{Name: in.Name, Contact: in.Contact, Notes: in.Notes})
+		if isUniqueViolation(err) {
+			return conflict("name", "a partner with this name already exists")
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, q, apiKeyOf(c).actor(), "partner.create", "partner", p.ID, map[string]any{"name": p.Name})
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, partnerView(p))
+}
+
+// apiPartnerList: GET /api/v1/partners
+func (s *Server) apiPartnerList(c echo.Context) error {
+	rows, err := s.q.PartnerList(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]partnerJSON, 0, len(rows))
+	for _, r := range rows {
+		v := partnerView(db.Partner{ID: r.ID, Name: r.Name, Contact: r.Contact, Notes: r.Notes,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArchivedAt: r.ArchivedAt})
+		n := r.EndpointCount
+		v.EndpointCount = &n
+		out = append(out, v)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"partners": out})
+}
+
+// apiPartnerGet: GET /api/v1/partners/:id
+func (s *Server) apiPartnerGet(c echo.Context) error {
+	id, err := pathID(c, "partner")
+	if err != nil {
+		return err
+	}
+	p, err := s.q.PartnerGet(c.Request().Context(), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("partner")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, partnerView(p))
+}
+
+// pathID parses the :id path parameter; a malformed id is a 404 like an
+// unknown one (ids are not user-chosen).
+func pathID(c echo.Context, what string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, notFound(what)
+	}
+	return id, nil
+}

@@ -1,0 +1,306 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/signing"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// Endpoint configuration defaults and limits (DESIGN §2).
+const (
+	defaultMaxAttempts      = 5
+	defaultTimeoutMs        = 15000
+	defaultMaxInFlight      = 8
+	defaultFailureThreshold = 10
+	maxHeaders              = 32
+)
+
+// endpointInput is an endpoint's configuration as the API and the dashboard
+// form accept it. Pointers distinguish "not given" (use the default) from a
+// value; a JSON null rate_per_sec means unlimited.
+type endpointInput struct {
+	PartnerID           int64             `json:"partner_id"`
+	Name                string            `json:"name"`
+	Kind                string            `json:"kind"`
+	URL                 string            `json:"url"`
+	Method              string            `json:"method"`
+	EventTypes          []string          `json:"event_types"`
+	Headers             map[string]string `json:"headers"`
+	MaxAttempts         *int              `json:"max_attempts"`
+	TimeoutMs           *int              `json:"timeout_ms"`
+	RatePerSec          *float64          `json:"rate_per_sec"`
+	Burst               *int              `json:"burst"`
+	MaxInFlight         *int              `json:"max_in_flight"`
+	FailureThreshold    *int              `json:"failure_threshold"`
+	SuccessBodyContains string            `json:"success_body_contains"`
+	Enabled             *bool             `json:"enabled"`
+}
+
+// endpointConfig is a validated endpointInput with defaults applied.
+type endpointConfig struct {
+	PartnerID           int64
+	Name                string
+	Kind                string
+	URL                 string
+	Method              string
+	EventTypes          []string
+	Headers             map[string]string
+	MaxAttempts         int32
+	TimeoutMs           int32
+	RatePerSec          *float64
+	Burst               *int32
+	MaxInFlight         int32
+	FailureThreshold    int32
+	SuccessBodyContains string
+	Enabled             bool
+}
+
+// fieldError is one validation problem, shown next to its field.
+type fieldError struct {
+	Field   string
+	Message string
+}
+
+var eventTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
+
+// inputFromEndpoint turns a stored endpoint back into input, the base a
+// PATCH or an edit form is applied to.
+func inputFromEndpoint(e db.Endpoint) (endpointInput, error) {
+	in := endpointInput{
+		PartnerID:           e.PartnerID,
+		Name:                e.Name,
+		Kind:                e.Kind,
+		URL:                 e.URL,
+		Method:              e.Method,
+		EventTypes:          e.EventTypes,
+		SuccessBodyContains: e.SuccessBodyContains,
+		RatePerSec:          e.RatePerSec,
+	}
+	headers, err := decodeHeaders(e.Headers)
+	if err != nil {
+		return in, err
+	}
+	in.Headers = headers
+	ptr := func(v int32) *int { n := int(v); return &n }
+	in.MaxAttempts, in.TimeoutMs = ptr(e.MaxAttempts), ptr(e.TimeoutMs)
+	in.MaxInFlight, in.FailureThreshold = ptr(e.MaxInFlight), ptr(e.FailureThreshold)
+	if e.Burst != nil {
+		in.Burst = ptr(*e.Burst)
+	}
+	enabled := e.Enabled
+	in.Enabled = &enabled
+	return in, nil
+}
+
+// validateEndpoint checks every field and returns the normalised
+// configuration, or every problem found (the form shows them all; the API
+// reports the first).
+func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fieldError) {
+	var errs []fieldError
+	fail := func(field, format string, args ...any) {
+		errs = append(errs, fieldError{field, fmt.Sprintf(format, args...)})
+	}
+	c := endpointConfig{
+		PartnerID:           in.PartnerID,
+		Name:                strings.TrimSpace(in.Name),
+		Kind:                strings.TrimSpace(in.Kind),
+		URL:                 strings.TrimSpace(in.URL),
+		Method:              strings.ToUpper(strings.TrimSpace(in.Method)),
+		SuccessBodyContains: in.SuccessBodyContains,
+		Enabled:             in.Enabled == nil || *in.Enabled,
+	}
+	if c.PartnerID <= 0 {
+		fail("partner_id", "is required")
+	}
+	switch {
+	case c.Name == "":
+		fail("name", "is required")
+	case len(c.Name) > 200:
+		fail("name", "must be at most 200 characters")
+	}
+
+	switch c.Kind {
+	case "webhook":
+		if c.Method == "" {
+			c.Method = "POST"
+		}
+		if c.Method != "POST" {
+			fail("method", "must be POST for webhooks (the signed JSON body is the request body)")
+		}
+		if msg := checkWebhookURL(c.URL, guard); msg != "" {
+			fail("url", "%s", msg)
+		}
+	case "postback":
+		if c.Method == "" {
+			c.Method = "GET"
+		}
+		if c.Method != "GET" && c.Method != "POST" {
+			fail("method", "must be GET or POST")
+		}
+		if msg := checkPostbackTemplate(c.URL, guard); msg != "" {
+			fail("url", "%s", msg)
+		}
+	case "":
+		fail("kind", "is required: webhook or postback")
+	default:
+		fail("kind", "must be webhook or postback")
+	}
+
+	seen := map[string]bool{}
+	for _, t := range in.EventTypes {
+		t = strings.TrimSpace(t)
+		if t == "*" || t == "" {
+			continue // "*" and blanks mean "every type", the same as an empty list
+		}
+		base := strings.TrimSuffix(t, "*")
+		if !eventTypePattern.MatchString(strings.TrimSuffix(base, ".")) || (strings.HasSuffix(t, "*") && !strings.HasSuffix(base, ".")) {
+			fail("event_types", "%q is not a valid event type or pattern (letters, digits, _ . : -; a trailing \".*\" matches a prefix)", t)
+			continue
+		}
+		if !seen[t] {
+			seen[t] = true
+			c.EventTypes = append(c.EventTypes, t)
+		}
+	}
+	if c.EventTypes == nil {
+		c.EventTypes = []string{}
+	}
+
+	c.Headers = map[string]string{}
+	if len(in.Headers) > maxHeaders {
+		fail("headers", "at most %d custom headers", maxHeaders)
+	}
+	names := make([]string, 0, len(in.Headers))
+	for name := range in.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		value := in.Headers[name]
+		switch {
+		case !signing.ValidHeaderName(name):
+			fail("headers", "%q is not a valid header name", name)
+		case signing.Reserved(name):
+			fail("headers", "%q is set by hookline and cannot be overridden", name)
+		case len(value) > 2048:
+			fail("headers", "the value of %q is longer than 2048 bytes", name)
+		case strings.IndexFunc(value, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }) >= 0:
+			fail("headers", "the value of %q contains control characters", name)
+		default:
+			c.Headers[name] = value
+		}
+	}
+
+	intField := func(field string, v *int, def, min, max int) int32 {
+		if v == nil {
+			return int32(def)
+		}
+		if *v < min || *v > max {
+			fail(field, "must be between %d and %d", min, max)
+			return int32(def)
+		}
+		return int32(*v)
+	}
+	c.MaxAttempts = intField("max_attempts", in.MaxAttempts, defaultMaxAttempts, 1, 50)
+	c.TimeoutMs = intField("timeout_ms", in.TimeoutMs, defaultTimeoutMs, 100, 120000)
+	c.MaxInFlight = intField("max_in_flight", in.MaxInFlight, defaultMaxInFlight, 1, 1000)
+	c.FailureThreshold = intField("failure_threshold", in.FailureThreshold, defaultFailureThreshold, 1, 1000)
+
+	switch {
+	case in.RatePerSec == nil:
+		if in.Burst != nil {
+			fail("burst", "needs rate_per_sec (a burst without a rate limit means nothing)")
+		}
+	case math.IsNaN(*in.RatePerSec) || *in.RatePerSec <= 0 || *in.RatePerSec > 100000:
+		fail("rate_per_sec", "must be greater than 0 and at most 100000 (omit it for no limit)")
+	default:
+		rate := *in.RatePerSec
+		c.RatePerSec = &rate
+		burst := int32(math.Max(1, math.Ceil(rate)))
+		if in.Burst != nil {
+			burst = intField("burst", in.Burst, int(burst), 1, 100000)
+		}
+		c.Burst = &burst
+	}
+
+	if len(c.SuccessBodyContains) > 200 {
+		fail("success_body_contains", "must be at most 200 characters")
+	}
+	return c, errs
+}
+
+func checkWebhookURL(raw string, guard *ssrf.Guard) string {
+	if raw == "" {
+		return "is required"
+	}
+	if len(raw) > 4096 {
+		return "must be at most 4096 characters"
+	}
+	if strings.ContainsAny(raw, "{}") {
+		return "contains { or }: macros are for postback endpoints; webhooks send the event as a signed JSON body"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a valid URL"
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "must start with https:// or http://"
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "must include a host name"
+	}
+	if u.User != nil {
+		return "must not contain a user name or password; use a custom Authorization header"
+	}
+	if err := guard.CheckHost(u.Hostname()); err != nil {
+		return "points to a blocked destination: " + err.Error()
+	}
+	return ""
+}
+
+func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
+	if raw == "" {
+		return "is required"
+	}
+	t, err := postback.Parse(raw)
+	if err != nil {
+		return err.Error()
+	}
+	// Parse guarantees the host has no macros, so the raw template's host is
+	// the destination.
+	host := postbackHost(t.String())
+	if host == "" {
+		return "must include a host name"
+	}
+	if err := guard.CheckHost(host); err != nil {
+		return "points to a blocked destination: " + err.Error()
+	}
+	return ""
+}
+
+func postbackHost(tmpl string) string {
+	rest := tmpl
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	u, err := url.Parse("http://" + rest)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}

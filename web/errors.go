@@ -1,0 +1,122 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+)
+
+// apiError is an error with a status, a stable machine code, a message safe
+// to show, and optionally the input field it concerns.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func badRequest(msg string) error { return &apiError{http.StatusBadRequest, "bad_request", msg, ""} }
+
+func invalidField(field, msg string) error {
+	return &apiError{http.StatusUnprocessableEntity, "invalid_field", msg, field}
+}
+
+func notFound(what string) error {
+	return &apiError{http.StatusNotFound, "not_found", what + " not found", ""}
+}
+
+func conflict(field, msg string) error {
+	return &apiError{http.StatusConflict, "conflict", msg, field}
+}
+
+// errUnavailable marks a request that failed because PostgreSQL is down.
+var errUnavailable = &apiError{http.StatusServiceUnavailable, "unavailable", "the database is unavailable; retry later", ""}
+
+// dbUnavailable reports whether err means the database cannot be reached
+// (as opposed to a bug or bad input): connection failures, server shutdown,
+// too many connections, timeouts.
+func dbUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, starting up
+			pgErr.Code == "53300", pgErr.Code == "53000": // too many connections, insufficient resources
+			return true
+		}
+		return false
+	}
+	if pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+}
+
+// handleError is echo's one error handler: it turns any handler error into
+// a status and a JSON body (API) or a page (dashboard), and logs internal
+// errors once. Internal error text never reaches the client.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := s.classify(err, c)
+	if ae.Status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+	}
+	if isAPI(c) {
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(ae.Status)
+			return
+		}
+		_ = c.JSON(ae.Status, map[string]*apiError{"error": ae})
+		return
+	}
+	s.renderErrorPage(c, ae)
+}
+
+func (s *Server) classify(err error, c echo.Context) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok && he.Code < 500 {
+			msg = m
+		}
+		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		return &apiError{Status: he.Code, Code: code, Message: msg}
+	}
+	if dbUnavailable(err) {
+		s.log.Warn("database unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
+		return errUnavailable
+	}
+	s.log.Error("internal error", "method", c.Request().Method, "path", c.Path(),
+		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
+	return &apiError{http.StatusInternalServerError, "internal", "internal error; the details are in hookline's log", ""}
+}
+
+func isAPI(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return strings.HasPrefix(p, "/api/") || p == "/healthz" || p == "/readyz"
+}

@@ -1,0 +1,276 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db"
+)
+
+// eventInput is one event as producers post it.
+type eventInput struct {
+	Type           string          `json:"type"`
+	Payload        json.RawMessage `json:"payload"`
+	IdempotencyKey *string         `json:"idempotency_key"`
+	PartnerID      *int64          `json:"partner_id"`
+}
+
+// Outcomes of ingesting one event.
+const (
+	ingestAccepted  = "accepted"  // stored, deliveries queued
+	ingestDuplicate = "duplicate" // idempotency key seen before: the original event
+	ingestRejected  = "rejected"  // invalid; nothing stored
+)
+
+type deliveryRef struct {
+	ID         int64  `json:"id"`
+	EndpointID int64  `json:"endpoint_id"`
+	Status     string `json:"status"`
+}
+
+type ingestResult struct {
+	Status     string        `json:"status"`
+	ID         *uuid.UUID    `json:"id,omitempty"`
+	Deliveries []deliveryRef `json:"deliveries,omitempty"`
+	Error      *apiError     `json:"error,omitempty"`
+}
+
+// maxBatchEvents bounds one batch request (DESIGN §10).
+const maxBatchEvents = 1000
+
+var eventTypeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
+
+// validated is an event that passed validation, ready to insert.
+type validated struct {
+	index   int
+	id      uuid.UUID
+	typ     string
+	payload []byte // compacted: the exact bytes signed and sent
+	key     *string
+	partner *int64
+}
+
+// ingest validates and stores events: every valid event and its fan-out in
+// one transaction (two round trips however many events), followed by one
+// NOTIFY for the workers. An invalid event is rejected alone; the others
+// are still stored.
+func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResult, error) {
+	results := make([]ingestResult, len(events))
+	var ok []validated
+	partnerIDs := map[int64]bool{}
+	for i, in := range events {
+		v, err := validateEvent(in)
+		if err != nil {
+			results[i] = ingestResult{Status: ingestRejected, Error: asAPIError(err)}
+			continue
+		}
+		v.index = i
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("event id: %w", err)
+		}
+		v.id = id
+		ok = append(ok, v)
+		if v.partner != nil {
+			partnerIDs[*v.partner] = true
+		}
+	}
+	if len(ok) == 0 {
+		return results, nil
+	}
+	if len(partnerIDs) > 0 {
+		ids := make([]int64, 0, len(partnerIDs))
+		for id := range partnerIDs {
+			ids = append(ids, id)
+		}
+		found, err := s.q.PartnerExisting(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		exists := map[int64]bool{}
+		for _, id := range found {
+			exists[id] = true
+		}
+		kept := ok[:0]
+		for _, v := range ok {
+			if v.partner != nil && !exists[*v.partner] {
+				results[v.index] = ingestResult{Status: ingestRejected, Error: asAPIError(invalidField("partner_id", "no partner with this id"))}
+				continue
+			}
+			kept = append(kept, v)
+		}
+		ok = kept
+	}
+
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		params := make([]db.EventInsertBatchParams, len(ok))
+		for i, v := range ok {
+			params[i] = db.EventInsertBatchParams{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
+		}
+		inserted := make([]bool, len(ok))
+		var batchErr error
+		q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
+			switch {
+			case err == nil:
+				inserted[i] = true
+			case errors.Is(err, pgx.ErrNoRows): // idempotency key used before
+			case batchErr == nil:
+				batchErr = err
+			}
+		})
+		if batchErr != nil {
+			return fmt.Errorf("insert events: %w", batchErr)
+		}
+
+		var fan []db.DeliveryFanOutBatchParams
+		var fanIdx []int
+		var dupKeys []string
+		for i, v := range ok {
+			if inserted[i] {
+				fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner})
+				fanIdx = append(fanIdx, i)
+			} else {
+				dupKeys = append(dupKeys, *v.key)
+			}
+		}
+		queued := 0
+		q.DeliveryFanOutBatch(ctx, fan).Query(func(j int, rows []db.DeliveryFanOutBatchRow, err error) {
+			if err != nil {
+				if batchErr == nil {
+					batchErr = err
+				}
+				return
+			}
+			v := ok[fanIdx[j]]
+			id := v.id
+			refs := make([]deliveryRef, len(rows))
+			for k, r := range rows {
+				refs[k] = deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status}
+			}
+			queued += len(rows)
+			results[v.index] = ingestResult{Status: ingestAccepted, ID: &id, Deliveries: refs}
+		})
+		if batchErr != nil {
+			return fmt.Errorf("queue deliveries: %w", batchErr)
+		}
+		if len(dupKeys) > 0 {
+			if err := s.resolveDuplicates(ctx, q, ok, inserted, dupKeys, results); err != nil {
+				return err
+			}
+		}
+		if queued > 0 {
+			return q.EventNotify(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// resolveDuplicates answers events whose idempotency key was used before
+// with the original event, or a conflict when the request differs from the
+// original: a key identifies one request, not merely one call.
+func (s *Server) resolveDuplicates(ctx context.Context, q *db.Queries, ok []validated, inserted []bool, keys []string, results []ingestResult) error {
+	originals, err := q.EventListByIdempotencyKeys(ctx, keys)
+	if err != nil {
+		return err
+	}
+	byKey := make(map[string]db.Event, len(originals))
+	ids := make([]uuid.UUID, 0, len(originals))
+	for _, e := range originals {
+		byKey[*e.IdempotencyKey] = e
+		ids = append(ids, e.ID)
+	}
+	refs, err := q.DeliveryRefsByEvents(ctx, ids)
+	if err != nil {
+		return err
+	}
+	refsByEvent := map[uuid.UUID][]deliveryRef{}
+	for _, r := range refs {
+		refsByEvent[r.EventID] = append(refsByEvent[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
+	}
+	for i, v := range ok {
+		if inserted[i] {
+			continue
+		}
+		orig, found := byKey[*v.key]
+		if !found { // cannot happen: the conflicting row is committed or ours
+			return fmt.Errorf("idempotency key without an event")
+		}
+		if orig.Type != v.typ || !bytes.Equal(compactJSON(orig.Payload), v.payload) || !sameInt64(orig.PartnerID, v.partner) {
+			results[v.index] = ingestResult{Status: ingestRejected, Error: asAPIError(
+				conflict("idempotency_key", "this idempotency key was already used for a different event"))}
+			continue
+		}
+		id := orig.ID
+		results[v.index] = ingestResult{Status: ingestDuplicate, ID: &id, Deliveries: refsByEvent[id]}
+	}
+	return nil
+}
+
+func validateEvent(in eventInput) (validated, error) {
+	v := validated{typ: strings.TrimSpace(in.Type), partner: in.PartnerID}
+	switch {
+	case v.typ == "":
+		return v, invalidField("type", "is required")
+	case !eventTypeName.MatchString(v.typ):
+		return v, invalidField("type", "must be 1-200 characters: letters, digits, _ . : - (such as conversion.approved)")
+	}
+	raw := bytes.TrimSpace(in.Payload)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return v, invalidField("payload", "is required")
+	}
+	if raw[0] != '{' {
+		return v, invalidField("payload", "must be a JSON object")
+	}
+	v.payload = compactJSON(raw)
+	if in.IdempotencyKey != nil {
+		k := *in.IdempotencyKey
+		if k == "" || len(k) > 255 || strings.IndexFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			return v, invalidField("idempotency_key", "must be 1-255 printable characters")
+		}
+		v.key = &k
+	}
+	if in.PartnerID != nil && *in.PartnerID <= 0 {
+		return v, invalidField("partner_id", "must be a positive integer")
+	}
+	return v, nil
+}
+
+// compactJSON removes insignificant whitespace and keeps everything else
+// (key order, number spelling) exactly as the producer sent it.
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+func sameInt64(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func asAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return &apiError{http.StatusInternalServerError, "internal", "internal error", ""}
+}

@@ -1,0 +1,93 @@
+// Package web is hookline's HTTP front: the JSON API for producers and
+// automation, the operator dashboard, and the health, readiness and metrics
+// endpoints. It changes rows; the worker picks them up. It never runs the
+// delivery loop itself.
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// Config wires a Server. Pool, SecretKey, SessionKey and Guard are required.
+type Config struct {
+	Pool         *pgxpool.Pool
+	SecretKey    []byte // encrypts endpoint signing secrets
+	SessionKey   []byte // authenticates and encrypts session cookies
+	Guard        *ssrf.Guard
+	MaxBodyBytes int64
+	TrustProxy   bool // honour X-Forwarded-Proto/-For from a reverse proxy
+	Version      string
+	Logger       *slog.Logger
+	Now          func() time.Time // injected clock; time.Now when nil
+}
+
+// Server is the HTTP handler for everything hookline serves.
+type Server struct {
+	e     *echo.Echo
+	pool  *pgxpool.Pool
+	q     *db.Queries
+	box   *secretbox.Box
+	guard *ssrf.Guard
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New builds the server and its route table.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pool == nil || cfg.Guard == nil {
+		return nil, errors.New("web: Pool and Guard are required")
+	}
+	box, err := secretbox.New(cfg.SecretKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.SessionKey) != 32 {
+		return nil, errors.New("web: SessionKey must be 32 bytes")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 262144
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		e:     echo.New(),
+		pool:  cfg.Pool,
+		q:     db.New(cfg.Pool),
+		box:   box,
+		guard: cfg.Guard,
+		cfg:   cfg,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+	}
+	s.e.HideBanner = true
+	s.e.HidePort = true
+	s.e.HTTPErrorHandler = s.handleError
+	if cfg.TrustProxy {
+		s.e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	} else {
+		s.e.IPExtractor = echo.ExtractIPDirect()
+	}
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// Routes lists the registered routes (method and path pattern).
+func (s *Server) Routes() []*echo.Route { return s.e.Routes() }
