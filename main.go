@@ -10,6 +10,7 @@
 //	hookline migrate                 apply migrations and exit
 //	hookline apikey create --name N  print a new API key (last line)
 //	hookline user add --email E --role admin|operator|viewer [--password-stdin]
+//	hookline bench                   delivery throughput against the loopback ceiling
 //	hookline db url|start|stop       the embedded PostgreSQL alone
 package main
 
@@ -42,6 +43,7 @@ import (
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/bench"
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return userCommand(ctx, cfg, log, args, stdin, stdout)
 	case "db":
 		return dbCommand(ctx, cfg, log, args, stdout)
+	case "bench":
+		return benchCommand(ctx, cfg, log, args, stdout)
 	case "version":
 		fmt.Fprintln(stdout, "hookline", version)
 		return nil
@@ -107,6 +111,7 @@ commands:
   migrate                apply database migrations and exit
   apikey create --name N create an API key and print it (last line of output)
   user add --email E --role admin|operator|viewer [--password-stdin]
+  bench                  measure delivery throughput (see README)
   db url|start|stop      manage the embedded PostgreSQL alone
   version                print the version
 `
@@ -556,4 +561,24 @@ func dbCommand(ctx context.Context, cfg config, log *slog.Logger, args []string,
 		return errors.New("usage: hookline db url|start|stop")
 	}
 	return nil
+}
+
+// benchCommand measures throughput on a private cluster (fsync on) against a
+// loopback receiver: hookline's worker, the raw HTTP ceiling and a naive
+// one-row worker, in one run.
+func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o bench.Options
+	fs.IntVar(&o.Deliveries, "deliveries", 20000, "deliveries to drain")
+	fs.IntVar(&o.Endpoints, "endpoints", 100, "endpoints they spread over")
+	fs.IntVar(&o.Concurrency, "concurrency", 256, "sends in flight")
+	fs.IntVar(&o.PayloadBytes, "payload-bytes", 512, "event payload size")
+	fs.IntVar(&o.NaiveConcurrency, "naive-concurrency", 64, "connections of the naive one-row worker")
+	fs.StringVar(&o.DatabaseURL, "database-url", "", "use this database (its hookline tables are truncated) instead of a private cluster")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Logger = log
+	_, err := bench.Run(ctx, o, stdout)
+	return err
 }

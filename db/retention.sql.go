@@ -42,8 +42,8 @@ type RetentionDeleteDeliveredParams struct {
 	BatchSize int32
 }
 
-// Delivered deliveries (their attempts go with them, ON DELETE CASCADE).
-// Dead letters are kept: they are the debugging dataset.
+// Delivered deliveries. Their attempts go by their own retention. Dead
+// letters are kept: they are the debugging dataset.
 func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
 	if err != nil {

@@ -12,8 +12,8 @@ WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
     LIMIT @batch_size::int);
 
 -- name: RetentionDeleteDelivered :execrows
--- Delivered deliveries (their attempts go with them, ON DELETE CASCADE).
--- Dead letters are kept: they are the debugging dataset.
+-- Delivered deliveries. Their attempts go by their own retention. Dead
+-- letters are kept: they are the debugging dataset.
 DELETE FROM deliveries
 WHERE id IN (SELECT id FROM deliveries
              WHERE status = 'delivered' AND delivered_at < @before::timestamptz

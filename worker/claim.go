@@ -20,10 +20,14 @@ func (w *Worker) claimLoop(ctx, sendCtx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	failures := 0
+	// Claiming a handful of rows costs nearly as much as claiming hundreds,
+	// so under load the loop waits until a quarter of the slots are free.
+	minClaim := max(1, min(w.cfg.ClaimBatch, w.cfg.Concurrency)/4)
 	for {
-		room := w.cfg.Concurrency - int(w.busy.Load())
+		busy := int(w.busy.Load())
+		room := w.cfg.Concurrency - busy
 		full := false
-		if room > 0 {
+		if room >= minClaim || (room > 0 && busy == 0) {
 			n := min(room, w.cfg.ClaimBatch)
 			rows, err := w.claim(ctx, n)
 			switch {
@@ -88,6 +92,7 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 		return err
 	})
 	w.metrics.observeClaim(time.Since(start), len(rows), err)
+	w.log.Debug("claim", "rows", len(rows), "asked", n, "ms", time.Since(start).Milliseconds())
 	if err != nil {
 		return nil, err
 	}

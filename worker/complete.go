@@ -30,6 +30,9 @@ func (w *Worker) completer() {
 		}
 		w.flushWithRetry(batch)
 		batch = batch[:0]
+		// The recorded rows no longer count against their endpoints'
+		// in-flight caps: the claim loop may find work it could not before.
+		signal(w.freed)
 	}
 	for {
 		select {
@@ -66,6 +69,7 @@ func (w *Worker) flushWithRetry(batch []outcome) {
 		err := w.flush(ctx, batch)
 		cancel()
 		w.metrics.observeFlush(time.Since(start), err)
+		w.log.Debug("flush", "results", len(batch), "ms", time.Since(start).Milliseconds())
 		switch {
 		case err == nil:
 			return

@@ -1,0 +1,369 @@
+// Package bench measures delivery throughput: hookline's worker against the
+// raw loopback HTTP ceiling (the same requests, no database) and against a
+// naive worker that claims, sends and records one row per transaction, all
+// in one run on one machine, so the ratios mean something on a noisy host.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/embedded"
+	"github.com/hookline/hookline/db/migrations"
+	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/signing"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// Options of a run.
+type Options struct {
+	Deliveries   int // total deliveries (default 20,000)
+	Endpoints    int // endpoints they spread over (default 100)
+	Concurrency  int // sends in flight (default 256)
+	PayloadBytes int // size of each event payload (default 512)
+	// NaiveConcurrency bounds the naive worker, which holds a connection
+	// per send (default 64).
+	NaiveConcurrency int
+	// NaiveDuration is how long the naive worker runs (default 10 s).
+	NaiveDuration time.Duration
+	// DatabaseURL, when set, is used instead of a private cluster (its
+	// data is truncated). Leave empty for the published figures: a fresh
+	// private cluster with fsync on.
+	DatabaseURL string
+	Logger      *slog.Logger
+}
+
+// Report holds one run's figures.
+type Report struct {
+	Options
+	Raw, Worker, Naive Phase
+	Ingest             Phase // queueing the deliveries through the ingest statements
+}
+
+// Phase is one measurement.
+type Phase struct {
+	Count    int
+	Duration time.Duration
+}
+
+// PerSecond is the phase's throughput.
+func (p Phase) PerSecond() float64 {
+	if p.Duration <= 0 {
+		return 0
+	}
+	return float64(p.Count) / p.Duration.Seconds()
+}
+
+func (o *Options) defaults() {
+	if o.Deliveries <= 0 {
+		o.Deliveries = 20000
+	}
+	if o.Endpoints <= 0 {
+		o.Endpoints = 100
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 256
+	}
+	if o.PayloadBytes <= 0 {
+		o.PayloadBytes = 512
+	}
+	if o.NaiveConcurrency <= 0 {
+		o.NaiveConcurrency = 64
+	}
+	if o.NaiveDuration <= 0 {
+		o.NaiveDuration = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Deliveries -= o.Deliveries % o.Endpoints // whole events × endpoints
+}
+
+// Run performs the three measurements and writes a report to out.
+func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
+	o.defaults()
+	r := Report{Options: o}
+
+	dsn := o.DatabaseURL
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "hlbench")
+		if err != nil {
+			return r, err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(out, "starting a private PostgreSQL (fsync on)...")
+		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Logger: o.Logger})
+		if err != nil {
+			return r, err
+		}
+		defer cluster.Stop(context.WithoutCancel(ctx))
+		dsn = cluster.URL()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return r, err
+	}
+	cfg.MaxConns = int32(o.NaiveConcurrency + 8)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return r, err
+	}
+	defer pool.Close()
+	if err := migrations.Up(ctx, pool); err != nil {
+		return r, err
+	}
+
+	rcv, err := newReceiver()
+	if err != nil {
+		return r, err
+	}
+	defer rcv.close()
+	guard := ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, _ := secretbox.New(key, nil)
+	payload := makePayload(o.PayloadBytes)
+
+	fmt.Fprintf(out, "deliveries %d over %d endpoints, concurrency %d, payload %d B\n",
+		o.Deliveries, o.Endpoints, o.Concurrency, len(payload))
+
+	// 1. The ceiling: the same signed requests, no database.
+	if r.Raw, err = raw(ctx, guard, rcv, o, payload); err != nil {
+		return r, fmt.Errorf("raw: %w", err)
+	}
+	fmt.Fprintf(out, "  raw loopback HTTP   %8.0f req/s\n", r.Raw.PerSecond())
+
+	// 2. hookline's worker.
+	if err := seed(ctx, pool, box, rcv, o); err != nil {
+		return r, err
+	}
+	if r.Ingest, err = queue(ctx, pool, o, payload); err != nil {
+		return r, fmt.Errorf("queue: %w", err)
+	}
+	if r.Worker, err = runWorker(ctx, pool, key, guard, rcv, o); err != nil {
+		return r, fmt.Errorf("worker: %w", err)
+	}
+	fmt.Fprintf(out, "  hookline worker     %8.0f deliveries/s  (%.2f × raw)\n", r.Worker.PerSecond(), r.Worker.PerSecond()/r.Raw.PerSecond())
+
+	// 3. The naive worker on the same queue, re-queued.
+	if err := reset(ctx, pool); err != nil {
+		return r, err
+	}
+	if _, err := queue(ctx, pool, o, payload); err != nil {
+		return r, err
+	}
+	if r.Naive, err = naive(ctx, pool, guard, rcv, o); err != nil {
+		return r, fmt.Errorf("naive: %w", err)
+	}
+	fmt.Fprintf(out, "  naive one-row       %8.0f deliveries/s  (hookline = %.1f × naive)\n", r.Naive.PerSecond(), r.Worker.PerSecond()/r.Naive.PerSecond())
+	fmt.Fprintf(out, "  ingest (batch API statements) %8.0f deliveries queued/s\n", r.Ingest.PerSecond())
+	return r, nil
+}
+
+func makePayload(n int) []byte {
+	base := `{"type":"conversion.approved","click_id":"c-0123456789","payout":12.50,"currency":"USD","pad":"`
+	pad := max(n-len(base)-2, 0)
+	return []byte(base + strings.Repeat("x", pad) + `"}`)
+}
+
+// receiver is the loopback partner: it reads the body and answers 200.
+type receiver struct {
+	srv   *http.Server
+	url   string
+	count atomic.Int64
+}
+
+func newReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{url: "http://" + ln.Addr().String()}
+	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.count.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+func (r *receiver) close() { _ = r.srv.Close() }
+
+func raw(ctx context.Context, guard *ssrf.Guard, rcv *receiver, o Options, payload []byte) (Phase, error) {
+	s, err := sender.New(sender.Options{Guard: guard, UserAgent: "hookline/bench", MaxIdleConnsPerHost: o.Concurrency})
+	if err != nil {
+		return Phase{}, err
+	}
+	defer s.Close()
+	keys := [][]byte{make([]byte, 32)}
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range o.Concurrency {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(o.Deliveries) || ctx.Err() != nil {
+					return
+				}
+				h := http.Header{}
+				h.Set("Content-Type", "application/json")
+				signing.Headers(h, keys, fmt.Sprint("ev-", i), time.Now(), payload)
+				res := s.Send(ctx, sender.Request{Method: "POST", URL: fmt.Sprintf("%s/ep%d", rcv.url, i%int64(o.Endpoints)), Header: h, Body: payload, Timeout: 15 * time.Second})
+				if res.Outcome != sender.OK {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if n := failed.Load(); n > 0 {
+		return Phase{}, fmt.Errorf("%d raw requests failed", n)
+	}
+	return Phase{Count: o.Deliveries, Duration: d}, ctx.Err()
+}
+
+// seed creates the partner and endpoints (all subscribed to every type).
+func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *receiver, o Options) error {
+	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
+		return err
+	}
+	q := db.New(pool)
+	p, err := q.PartnerCreate(ctx, db.PartnerCreateParams{Name: "bench"})
+	if err != nil {
+		return err
+	}
+	for i := range o.Endpoints {
+		e, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
+			PartnerID: p.ID, Name: fmt.Sprint("ep", i), Kind: "webhook", URL: fmt.Sprintf("%s/ep%d", rcv.url, i),
+			Method: "POST", EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 15000,
+			MaxInFlight: int32(max(8, 2*o.Concurrency/o.Endpoints)), FailureThreshold: 10, Enabled: true,
+		})
+		if err != nil {
+			return err
+		}
+		if err := q.EndpointHealthCreate(ctx, e.ID); err != nil {
+			return err
+		}
+		secret, _ := signing.NewSecret(rand.Reader)
+		sealed, _ := box.Seal(e.ID, []byte(secret))
+		if _, err := q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: e.ID, Ciphertext: sealed}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queue stores events and fans them out with the ingest path's statements,
+// in batches of 1000 events like POST /api/v1/events/batch.
+func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (Phase, error) {
+	events := o.Deliveries / o.Endpoints
+	start := time.Now()
+	q := db.New(pool)
+	for done := 0; done < events; done += 1000 {
+		n := min(1000, events-done)
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			qt := q.WithTx(tx)
+			ev := make([]db.EventInsertBatchParams, n)
+			fan := make([]db.DeliveryFanOutBatchParams, n)
+			for i := range n {
+				id, _ := uuid.NewV7()
+				ev[i] = db.EventInsertBatchParams{ID: id, Type: "conversion.approved", Payload: payload}
+				fan[i] = db.DeliveryFanOutBatchParams{EventID: id, EventType: "conversion.approved"}
+			}
+			var berr error
+			qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
+			if berr != nil {
+				return berr
+			}
+			qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
+			return berr
+		})
+		if err != nil {
+			return Phase{}, err
+		}
+	}
+	d := time.Since(start)
+	// Fresh statistics, as autovacuum would have by the time a real queue
+	// builds up.
+	_, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events; ANALYZE endpoints; ANALYZE endpoint_health")
+	return Phase{Count: o.Deliveries, Duration: d}, err
+}
+
+func reset(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, "TRUNCATE events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
+		return err
+	}
+	_, err := pool.Exec(ctx, "UPDATE endpoint_health SET state = 'closed', consecutive_failures = 0")
+	return err
+}
+
+func remaining(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, "SELECT count(*) FROM deliveries WHERE status <> 'delivered'").Scan(&n)
+	return n, err
+}
+
+// runWorker drains the queue with the real worker and times it from start
+// until no undelivered row is left.
+func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Guard, rcv *receiver, o Options) (Phase, error) {
+	target := rcv.count.Load() + int64(o.Deliveries)
+	w, err := worker.New(worker.Config{
+		Pool: pool, SecretKey: key, Guard: guard, UserAgent: "hookline/bench",
+		Concurrency: o.Concurrency, Logger: o.Logger,
+	})
+	if err != nil {
+		return Phase{}, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- w.Run(wctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for {
+		// Counting rows costs the database; only once every request has
+		// arrived is it worth asking whether all results are recorded.
+		if rcv.count.Load() >= target {
+			n, err := remaining(ctx, pool)
+			if err != nil {
+				return Phase{}, err
+			}
+			if n == 0 {
+				return Phase{Count: o.Deliveries, Duration: time.Since(start)}, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Phase{}, ctx.Err()
+		case err := <-done:
+			return Phase{}, fmt.Errorf("worker stopped: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
