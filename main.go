@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookline/hookline/db/embedded"
@@ -387,6 +389,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 		hintFirstSteps(ctx, pool, log)
 	}
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g, gctx := errgroup.WithContext(ctx)
 	if runWorker {
 		w, err := worker.New(worker.Config{
@@ -398,6 +402,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 			ShutdownGrace: cfg.ShutdownGrace,
 			Retention:     cfg.Retention,
 			Logger:        log,
+			Metrics:       worker.NewMetrics(reg),
 		})
 		if err != nil {
 			return err
@@ -414,6 +419,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 			TrustProxy:   cfg.TrustProxy,
 			Version:      version,
 			Logger:       log,
+			Registry:     reg,
 		})
 		if err != nil {
 			return err

@@ -7,7 +7,56 @@ package db
 
 import (
 	"context"
+	"time"
 )
+
+const endpointBreakerStates = `-- name: EndpointBreakerStates :many
+SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.sample_count
+FROM endpoints e
+JOIN endpoint_health h ON h.endpoint_id = e.id
+ORDER BY e.id
+`
+
+type EndpointBreakerStatesRow struct {
+	ID          int64
+	Name        string
+	Enabled     bool
+	State       string
+	Paused      bool
+	P95Ms       *float64
+	RecentP95Ms *float64
+	SampleCount int64
+}
+
+// Every endpoint's breaker and cached P95, for /metrics.
+func (q *Queries) EndpointBreakerStates(ctx context.Context) ([]EndpointBreakerStatesRow, error) {
+	rows, err := q.db.Query(ctx, endpointBreakerStates)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointBreakerStatesRow{}
+	for rows.Next() {
+		var i EndpointBreakerStatesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Enabled,
+			&i.State,
+			&i.Paused,
+			&i.P95Ms,
+			&i.RecentP95Ms,
+			&i.SampleCount,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const endpointHealthCreate = `-- name: EndpointHealthCreate :exec
 INSERT INTO endpoint_health (endpoint_id) VALUES ($1)
@@ -16,5 +65,72 @@ INSERT INTO endpoint_health (endpoint_id) VALUES ($1)
 // Every endpoint has exactly one health row, created with it.
 func (q *Queries) EndpointHealthCreate(ctx context.Context, endpointID int64) error {
 	_, err := q.db.Exec(ctx, endpointHealthCreate, endpointID)
+	return err
+}
+
+const endpointHealthGetForUpdate = `-- name: EndpointHealthGetForUpdate :one
+SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
+`
+
+// Locks one endpoint's breaker for an operator action.
+func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int64) (EndpointHealth, error) {
+	row := q.db.QueryRow(ctx, endpointHealthGetForUpdate, endpointID)
+	var i EndpointHealth
+	err := row.Scan(
+		&i.EndpointID,
+		&i.State,
+		&i.ConsecutiveFailures,
+		&i.OpenedAt,
+		&i.CooldownSeconds,
+		&i.Paused,
+		&i.PausedUntil,
+		&i.ProbeDeliveryID,
+		&i.LastSuccessAt,
+		&i.LastFailureAt,
+		&i.P50Ms,
+		&i.P95Ms,
+		&i.P99Ms,
+		&i.SampleCount,
+		&i.RecentP95Ms,
+		&i.RecentSampleCount,
+		&i.SparkStart,
+		&i.SparkP50,
+		&i.SparkP95,
+		&i.SparkP99,
+		&i.SparkCount,
+		&i.StatsRefreshedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const endpointHealthSetBreaker = `-- name: EndpointHealthSetBreaker :exec
+UPDATE endpoint_health
+SET state = $1, consecutive_failures = $2, opened_at = $3,
+    cooldown_seconds = $4, paused = $5, paused_until = NULL,
+    probe_delivery_id = NULL, updated_at = now()
+WHERE endpoint_id = $6
+`
+
+type EndpointHealthSetBreakerParams struct {
+	State               string
+	ConsecutiveFailures int32
+	OpenedAt            *time.Time
+	CooldownSeconds     int32
+	Paused              bool
+	EndpointID          int64
+}
+
+// Writes an operator's breaker action (pause, resume, force close),
+// computed by worker/breaker. Clears any Retry-After pause and probe.
+func (q *Queries) EndpointHealthSetBreaker(ctx context.Context, arg EndpointHealthSetBreakerParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthSetBreaker,
+		arg.State,
+		arg.ConsecutiveFailures,
+		arg.OpenedAt,
+		arg.CooldownSeconds,
+		arg.Paused,
+		arg.EndpointID,
+	)
 	return err
 }

@@ -19,7 +19,6 @@ SELECT
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce($1::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce($1::timestamptz, now()) - interval '2 hours'
                                                          AND dead_at < coalesce($1::timestamptz, now()) - interval '1 hour')::bigint AS dead_previous_hour,
-    (SELECT count(*) FROM deliveries WHERE status = 'delivered' AND delivered_at >= coalesce($1::timestamptz, now()) - interval '1 hour')::bigint AS delivered_last_hour,
     (SELECT coalesce(sum(fail_count), 0) FROM latency_histograms
       WHERE resolution_seconds = 60 AND bucket_start >= coalesce($1::timestamptz, now()) - interval '1 hour')::bigint AS failed_last_hour,
     (SELECT coalesce(sum(ok_count), 0) FROM latency_histograms
@@ -37,7 +36,6 @@ type PipelineStatsRow struct {
 	Dead                 int64
 	DeadLastHour         int64
 	DeadPreviousHour     int64
-	DeliveredLastHour    int64
 	FailedLastHour       int64
 	OkAttemptsLastHour   int64
 	AvgAttemptMsLastHour float64
@@ -58,7 +56,6 @@ func (q *Queries) PipelineStats(ctx context.Context, now *time.Time) (PipelineSt
 		&i.Dead,
 		&i.DeadLastHour,
 		&i.DeadPreviousHour,
-		&i.DeliveredLastHour,
 		&i.FailedLastHour,
 		&i.OkAttemptsLastHour,
 		&i.AvgAttemptMsLastHour,

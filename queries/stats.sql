@@ -11,7 +11,6 @@ SELECT
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '2 hours'
                                                          AND dead_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_previous_hour,
-    (SELECT count(*) FROM deliveries WHERE status = 'delivered' AND delivered_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS delivered_last_hour,
     (SELECT coalesce(sum(fail_count), 0) FROM latency_histograms
       WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS failed_last_hour,
     (SELECT coalesce(sum(ok_count), 0) FROM latency_histograms

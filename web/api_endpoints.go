@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/signing"
 )
 
@@ -57,7 +56,12 @@ type healthJSON struct {
 	P95Ms               *float64   `json:"p95_ms"`
 	P99Ms               *float64   `json:"p99_ms"`
 	SampleCount         int64      `json:"sample_count"`
-	// Latency is "ok", "slow" (P95 > 2 s) or "critical" (P95 > 5 s).
+	// RecentP95Ms is the P95 of the last 10 minutes: it moves within a
+	// minute when an endpoint slows down, long before the 24 h figure.
+	RecentP95Ms       *float64 `json:"recent_p95_ms"`
+	RecentSampleCount int64    `json:"recent_sample_count"`
+	// Latency is "ok", "slow" (P95 > 2 s) or "critical" (P95 > 5 s), the
+	// worse of the recent and 24 h figures.
 	Latency          string     `json:"latency"`
 	StatsRefreshedAt *time.Time `json:"stats_refreshed_at"`
 }
@@ -81,7 +85,8 @@ func healthView(h db.EndpointHealth) *healthJSON {
 		CooldownSeconds: h.CooldownSeconds, LastSuccessAt: h.LastSuccessAt,
 		LastFailureAt: h.LastFailureAt, P50Ms: h.P50Ms, P95Ms: h.P95Ms, P99Ms: h.P99Ms,
 		SampleCount: h.SampleCount, StatsRefreshedAt: h.StatsRefreshedAt,
-		Latency: string(latency.FlagFor(msDuration(h.P95Ms), h.SampleCount, minLatencySamples)),
+		RecentP95Ms: h.RecentP95Ms, RecentSampleCount: h.RecentSampleCount,
+		Latency: string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount)),
 	}
 	if h.State == "open" && !h.Paused && h.OpenedAt != nil {
 		t := h.OpenedAt.Add(time.Duration(h.CooldownSeconds) * time.Second)
@@ -89,10 +94,6 @@ func healthView(h db.EndpointHealth) *healthJSON {
 	}
 	return v
 }
-
-// minLatencySamples is how many attempts a P95 needs before it is trusted
-// for flags (the article's "sample_count >= 20").
-const minLatencySamples = 20
 
 func msDuration(ms *float64) time.Duration {
 	if ms == nil {

@@ -18,6 +18,7 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/api/openapi.json", s.openAPI)
+	e.GET("/metrics", s.metricsHandler())
 
 	// JSON API: Authorization: Bearer <api key>.
 	api := e.Group("/api/v1", s.requireAPIKey)
@@ -31,6 +32,13 @@ func (s *Server) routes() {
 	api.GET("/endpoints", s.apiEndpointList)
 	api.GET("/endpoints/:id", s.apiEndpointGet)
 	api.PATCH("/endpoints/:id", s.apiEndpointPatch)
+	api.POST("/endpoints/:id/secrets/rotate", s.apiRotateSecret)
+	api.POST("/endpoints/:id/pause", s.apiBreaker(actionPause))
+	api.POST("/endpoints/:id/resume", s.apiBreaker(actionResume))
+	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose))
+	api.GET("/stats", s.apiStats)
+	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
+	api.POST("/dead-letters/replay", s.apiReplay)
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {

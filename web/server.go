@@ -6,12 +6,15 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -29,6 +32,9 @@ type Config struct {
 	Version      string
 	Logger       *slog.Logger
 	Now          func() time.Time // injected clock; time.Now when nil
+	// Registry collects the process's metrics, served at /metrics; the
+	// server adds the queue collector. A private one when nil.
+	Registry *prometheus.Registry
 }
 
 // Server is the HTTP handler for everything hookline serves.
@@ -64,6 +70,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
 	s := &Server{
 		e:     echo.New(),
 		pool:  cfg.Pool,
@@ -82,6 +91,9 @@ func New(cfg Config) (*Server, error) {
 	} else {
 		s.e.IPExtractor = echo.ExtractIPDirect()
 	}
+	if err := cfg.Registry.Register(newQueueCollector(s)); err != nil {
+		return nil, fmt.Errorf("web: metrics: %w", err)
+	}
 	s.routes()
 	return s, nil
 }
@@ -91,3 +103,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 
 // Routes lists the registered routes (method and path pattern).
 func (s *Server) Routes() []*echo.Route { return s.e.Routes() }
+
+// metricsHandler serves /metrics in the Prometheus text format.
+func (s *Server) metricsHandler() echo.HandlerFunc {
+	h := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{ErrorLog: nil, Timeout: 10 * time.Second})
+	return echo.WrapHandler(h)
+}

@@ -321,3 +321,21 @@ func ssrfDefault() *ssrf.Guard { return ssrf.New(nil) }
 func dbClaimProbes(w *Worker) db.DeliveryClaimProbesParams {
 	return db.DeliveryClaimProbesParams{Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id}
 }
+
+// rotate gives an endpoint a new secret, the others expiring after overlap
+// (what POST /api/v1/endpoints/{id}/secrets/rotate does).
+func (e *env) rotate(endpointID int64, overlap time.Duration) string {
+	e.t.Helper()
+	ctx := context.Background()
+	secret, _ := signing.NewSecret(rand.Reader)
+	sealed, _ := e.box.Seal(endpointID, []byte(secret))
+	s, err := e.q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: endpointID, Ciphertext: sealed})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	until := time.Now().Add(overlap)
+	if err := e.q.EndpointSecretExpireCurrent(ctx, db.EndpointSecretExpireCurrentParams{EndpointID: endpointID, KeepID: s.ID, ExpiresAt: &until}); err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}

@@ -101,9 +101,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			if err := w.refreshHealth(ctx); err != nil && ctx.Err() == nil {
 				w.log.Error("refresh endpoint latency", "err", err)
 			}
-			if err := w.observeQueue(ctx); err != nil && ctx.Err() == nil {
-				w.log.Warn("queue metrics", "err", err)
-			}
 		}
 		if now.Sub(lastRetention) >= retentionEvery {
 			lastRetention = now

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,8 +8,9 @@ import (
 	"github.com/hookline/hookline/worker/sender"
 )
 
-// Metrics are the worker's Prometheus collectors. A nil *Metrics records
-// nothing, so tests and benchmarks need not register anything.
+// Metrics are the worker's Prometheus collectors: what this replica did.
+// Queue depth and breaker states are read from the database at scrape time
+// by the web server. A nil *Metrics records nothing.
 type Metrics struct {
 	attempts      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -18,9 +18,6 @@ type Metrics struct {
 	claimed       prometheus.Counter
 	flushDuration prometheus.Histogram
 	flushErrors   prometheus.Counter
-	queue         *prometheus.GaugeVec
-	oldest        prometheus.Gauge
-	breakers      *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -53,21 +50,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hookline_complete_flush_errors_total",
 			Help: "Completion transactions that failed and were retried.",
 		}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hookline_queue_deliveries",
-			Help: "Deliveries by status (pending, failed = awaiting retry, in_flight, dead).",
-		}, []string{"status"}),
-		oldest: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "hookline_queue_oldest_pending_seconds",
-			Help: "Age of the oldest delivery waiting to be sent (0 when none).",
-		}),
-		breakers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hookline_endpoint_breakers",
-			Help: "Endpoints by circuit breaker state (closed, open, half_open, paused).",
-		}, []string{"state"}),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration,
-		m.flushErrors, m.queue, m.oldest, m.breakers)
+	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors)
 	return m
 }
 
@@ -108,37 +92,4 @@ func (m *Metrics) observeOutcomes(batch []outcome) {
 			m.duration.WithLabelValues(string(o.res.Outcome)).Observe(o.res.Duration.Seconds())
 		}
 	}
-}
-
-// observeQueue refreshes the queue and breaker gauges from the database.
-func (w *Worker) observeQueue(ctx context.Context) error {
-	m := w.metrics
-	if m == nil {
-		return nil
-	}
-	s, err := w.q.PipelineStats(ctx, w.dbNow())
-	if err != nil {
-		return err
-	}
-	m.queue.WithLabelValues("pending").Set(float64(s.Pending))
-	m.queue.WithLabelValues("failed").Set(float64(s.AwaitingRetry))
-	m.queue.WithLabelValues("in_flight").Set(float64(s.InFlight))
-	m.queue.WithLabelValues("dead").Set(float64(s.Dead))
-	m.oldest.Set(max(s.OldestPendingSeconds, 0))
-	states, err := w.q.StatsBreakerStates(ctx)
-	if err != nil {
-		return err
-	}
-	counts := map[string]float64{"closed": 0, "open": 0, "half_open": 0, "paused": 0}
-	for _, r := range states {
-		st := r.State
-		if r.Paused {
-			st = "paused"
-		}
-		counts[st] += float64(r.Endpoints)
-	}
-	for st, n := range counts {
-		m.breakers.WithLabelValues(st).Set(n)
-	}
-	return nil
 }

@@ -1,0 +1,93 @@
+-- name: DeadLetterClusters :many
+-- Groups dead deliveries of the last @since by endpoint × error class ×
+-- status code: the debugging dataset. Payout at risk sums a numeric (or
+-- numeric-string) top-level "payout" field of the events. hours_with_dead
+-- and max_in_one_hour tell an outage burst from a trickle.
+WITH dead AS (
+    SELECT d.id, d.endpoint_id, coalesce(d.last_error_class, '') AS error_class,
+           coalesce(d.last_status_code, 0) AS status_code, d.dead_at, d.attempt_count,
+           coalesce(d.last_error, '') AS last_error, ev.payload->>'payout' AS payout
+    FROM deliveries d
+    JOIN events ev ON ev.id = d.event_id
+    WHERE d.status = 'dead' AND d.dead_at >= @since::timestamptz
+),
+hourly AS (
+    SELECT endpoint_id, error_class, status_code, date_trunc('hour', dead_at) AS hour, count(*) AS n
+    FROM dead
+    GROUP BY 1, 2, 3, 4
+)
+SELECT d.endpoint_id, e.name AS endpoint_name, p.name AS partner_name, e.enabled, e.disabled_reason,
+       d.error_class, d.status_code,
+       count(*)::bigint AS dead_count,
+       min(d.dead_at)::timestamptz AS first_dead_at,
+       max(d.dead_at)::timestamptz AS last_dead_at,
+       avg(d.attempt_count)::float8 AS avg_attempts,
+       (mode() WITHIN GROUP (ORDER BY d.last_error))::text AS primary_error,
+       coalesce(sum(CASE WHEN d.payout ~ '^-?[0-9]+(\.[0-9]+)?$' THEN d.payout::numeric END), 0)::float8 AS payout_at_risk,
+       (SELECT count(*) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS hours_with_dead,
+       (SELECT max(h.n) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS max_in_one_hour
+FROM dead d
+JOIN endpoints e ON e.id = d.endpoint_id
+JOIN partners p ON p.id = e.partner_id
+GROUP BY d.endpoint_id, e.name, p.name, e.enabled, e.disabled_reason, d.error_class, d.status_code
+ORDER BY count(*) DESC, d.endpoint_id
+LIMIT 200;
+
+-- name: DeadLetterList :many
+-- The dead deliveries of one cluster (newest first), for expanding it.
+SELECT d.id, d.event_id, ev.type AS event_type, d.attempt_count, d.dead_at, d.last_error,
+       d.last_status_code, d.replay_count
+FROM deliveries d
+JOIN events ev ON ev.id = d.event_id
+WHERE d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND coalesce(d.last_error_class, '') = @error_class::text
+  AND coalesce(d.last_status_code, 0) = @status_code::int
+  AND d.dead_at >= @since::timestamptz
+ORDER BY d.dead_at DESC
+LIMIT @row_limit::int;
+
+-- name: DeadLetterReplayIDs :many
+-- Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
+-- numbers keep counting, so the attempt log stays unambiguous), is due now
+-- and goes through the breaker and rate limit like any delivery. Only dead
+-- rows change; the same event id (webhook-id) is sent again.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
+RETURNING d.id;
+
+-- name: DeadLetterReplayCluster :many
+-- Replays every dead delivery of one cluster since a time.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND coalesce(d.last_error_class, '') = @error_class::text
+  AND coalesce(d.last_status_code, 0) = @status_code::int
+  AND d.dead_at >= @since::timestamptz
+RETURNING d.id;
+
+-- name: DeadLetterReplayEndpoint :many
+-- Replays every dead delivery of an endpoint since a time.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND d.dead_at >= @since::timestamptz
+RETURNING d.id;
+
+-- name: DeliveryProgress :one
+-- How many of the given deliveries are delivered, still waiting, or dead
+-- again (the dashboard follows a replay with it).
+SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
+       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE id = ANY(@ids::bigint[]);

@@ -1,0 +1,95 @@
+package web
+
+import (
+	"fmt"
+	"time"
+)
+
+// diagnosis explains a dead-letter cluster the way the article reads dead
+// letters, and says what to do about it.
+type diagnosis struct {
+	Pattern string `json:"pattern"` // gone | credentials | rate_limited | outage_burst | trickle | payload | blocked | rejected_by_tracker | client_error | failing
+	Summary string `json:"summary"`
+	Action  string `json:"action"`
+}
+
+// Burst and trickle thresholds: 20+ in one hour holding most of the cluster
+// is an outage the retries did not outlast; a few per hour over several
+// hours is an intermittent failure exhausting the retries.
+const (
+	burstMinInHour    = 20
+	trickleMinHours   = 3
+	trickleMaxPerHour = 3
+)
+
+// diagnose classifies one cluster. Status-code patterns come first (they
+// name the cause); timing patterns apply to everything else.
+func diagnose(c cluster, windowHours int) diagnosis {
+	switch {
+	case c.StatusCode == 410 || c.ErrorClass == "gone":
+		d := diagnosis{Pattern: "gone",
+			Summary: "The partner answered 410 Gone: the URL no longer exists, and hookline disabled the endpoint.",
+			Action:  "Get the new URL from the partner, update and re-enable the endpoint, then replay this cluster."}
+		if c.EndpointOn {
+			d.Action = "The endpoint was re-enabled; replay this cluster if the URL is fixed."
+		}
+		return d
+	case c.StatusCode == 401 || c.StatusCode == 403:
+		return diagnosis{Pattern: "credentials",
+			Summary: fmt.Sprintf("The partner refused our requests with %d: it probably rotated its credentials and the endpoint's configuration was not updated.", c.StatusCode),
+			Action:  "Fix the endpoint's credentials (custom headers or the secret the partner verifies) with the partner, then replay this cluster."}
+	case c.StatusCode == 429:
+		return diagnosis{Pattern: "rate_limited",
+			Summary: "The partner answered 429 Too Many Requests: we send faster than it accepts.",
+			Action:  "Lower the endpoint's rate limit (rate_per_sec, burst) to the partner's quota, then replay this cluster; replays respect the limit."}
+	case c.ErrorClass == "missing_field":
+		return diagnosis{Pattern: "payload",
+			Summary: "The events lack a field the postback template needs, so nothing was sent.",
+			Action:  "Fix the producer to include the field, or the template to stop using it, then replay this cluster."}
+	case c.ErrorClass == "blocked_destination":
+		return diagnosis{Pattern: "blocked",
+			Summary: "The endpoint's host resolves to an address the SSRF guard refuses (private, loopback or metadata).",
+			Action:  "Correct the URL; for on-premise receivers, allow the network with HOOKLINE_ALLOW_NETWORKS. Then replay."}
+	case c.ErrorClass == "body_mismatch":
+		return diagnosis{Pattern: "rejected_by_tracker",
+			Summary: "The tracker answered 2xx without the expected success text (trackers answer 200 with \"duplicate\" or \"error\").",
+			Action:  "Read a response excerpt on the endpoint page: duplicates need no action; errors need the postback parameters fixed before a replay."}
+	}
+	if c.MaxInOneHour >= burstMinInHour && c.MaxInOneHour*2 >= c.Count {
+		return diagnosis{Pattern: "outage_burst",
+			Summary: fmt.Sprintf("%d dead letters within one hour: the endpoint was down longer than the retry window (%.0f attempts each).", c.MaxInOneHour, c.AvgAttempts),
+			Action:  "Replay this cluster once the endpoint is healthy again (its breaker closed); if outages this long are normal for the partner, raise max_attempts."}
+	}
+	if c.HoursWithDead >= trickleMinHours && c.Count <= c.HoursWithDead*trickleMaxPerHour {
+		span := c.LastDeadAt.Sub(c.FirstDeadAt).Round(time.Hour)
+		return diagnosis{Pattern: "trickle",
+			Summary: fmt.Sprintf("A few dead letters spread over %s: the endpoint works most of the time but fails intermittently, and the retries run out.", span),
+			Action:  "Raise max_attempts for this endpoint, or lower its timeout if the failures are timeouts; then replay this cluster."}
+	}
+	if c.StatusCode >= 400 && c.StatusCode < 500 {
+		return diagnosis{Pattern: "client_error",
+			Summary: fmt.Sprintf("The partner rejected the requests with %d.", c.StatusCode),
+			Action:  "Read a response excerpt on the endpoint page, fix the configuration or the payload with the partner, then replay."}
+	}
+	return diagnosis{Pattern: "failing",
+		Summary: fmt.Sprintf("The endpoint kept failing (%s) until the retries ran out.", describeFailure(c)),
+		Action:  "Check the endpoint's health; replay this cluster once it answers again."}
+}
+
+func describeFailure(c cluster) string {
+	switch {
+	case c.StatusCode >= 500:
+		return fmt.Sprintf("HTTP %d", c.StatusCode)
+	case c.ErrorClass == "timeout":
+		return "timeouts"
+	case c.ErrorClass == "connect":
+		return "connections refused or reset"
+	case c.ErrorClass == "dns":
+		return "DNS failures"
+	case c.ErrorClass == "tls":
+		return "TLS errors"
+	case c.ErrorClass != "":
+		return c.ErrorClass
+	}
+	return "errors"
+}

@@ -1,0 +1,37 @@
+package web
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDiagnose(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		c    cluster
+		want string
+	}{
+		{"410 disables", cluster{StatusCode: 410, Count: 1, MaxInOneHour: 1, HoursWithDead: 1}, "gone"},
+		{"401 credentials", cluster{StatusCode: 401, Count: 50, MaxInOneHour: 50, HoursWithDead: 1}, "credentials"},
+		{"403 credentials", cluster{StatusCode: 403, Count: 2, MaxInOneHour: 2, HoursWithDead: 1}, "credentials"},
+		{"429 rate", cluster{StatusCode: 429, Count: 30, MaxInOneHour: 30, HoursWithDead: 1}, "rate_limited"},
+		{"missing field", cluster{ErrorClass: "missing_field", Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "payload"},
+		{"blocked", cluster{ErrorClass: "blocked_destination", Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "blocked"},
+		{"tracker said duplicate", cluster{ErrorClass: "body_mismatch", StatusCode: 200, Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "rejected_by_tracker"},
+		{"outage burst", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 50, MaxInOneHour: 48, HoursWithDead: 2}, "outage_burst"},
+		{"burst of timeouts", cluster{ErrorClass: "timeout", Count: 25, MaxInOneHour: 25, HoursWithDead: 1}, "outage_burst"},
+		{"trickle", cluster{ErrorClass: "timeout", Count: 6, MaxInOneHour: 1, HoursWithDead: 6, FirstDeadAt: t0, LastDeadAt: t0.Add(15 * time.Hour)}, "trickle"},
+		{"19 in an hour is not a burst", cluster{ErrorClass: "connect", Count: 19, MaxInOneHour: 19, HoursWithDead: 1}, "failing"},
+		{"spread but heavy is not a trickle", cluster{StatusCode: 500, Count: 40, MaxInOneHour: 10, HoursWithDead: 4}, "failing"},
+		{"other 4xx", cluster{StatusCode: 422, Count: 2, MaxInOneHour: 2, HoursWithDead: 1}, "client_error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := diagnose(tc.c, 24)
+			if d.Pattern != tc.want || d.Summary == "" || d.Action == "" {
+				t.Fatalf("diagnose = %+v, want pattern %q", d, tc.want)
+			}
+		})
+	}
+}

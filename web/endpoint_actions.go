@@ -1,0 +1,128 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+// Secret rotation overlap bounds.
+const (
+	defaultOverlap = 24 * time.Hour
+	maxOverlap     = 30 * 24 * time.Hour
+)
+
+// rotateSecret creates a new signing secret for an endpoint and lets the old
+// ones keep signing until now+overlap, so receivers can switch without
+// rejecting anything. Returns the new secret (shown once) and when the old
+// ones stop signing.
+func (s *Server) rotateSecret(ctx context.Context, endpointID int64, overlap time.Duration, actor string) (string, time.Time, error) {
+	if overlap < 0 || overlap > maxOverlap {
+		return "", time.Time{}, invalidField("overlap_seconds", fmt.Sprintf("must be between 0 and %d", int(maxOverlap/time.Second)))
+	}
+	secret, err := signing.NewSecret(rand.Reader)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	until := s.now().Add(overlap)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.EndpointGetForUpdate(ctx, endpointID); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("endpoint")
+			}
+			return err
+		}
+		sealed, err := s.box.Seal(endpointID, []byte(secret))
+		if err != nil {
+			return err
+		}
+		created, err := q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: endpointID, Ciphertext: sealed})
+		if err != nil {
+			return err
+		}
+		if err := q.EndpointSecretExpireCurrent(ctx, db.EndpointSecretExpireCurrentParams{
+			EndpointID: endpointID, KeepID: created.ID, ExpiresAt: &until}); err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "endpoint.rotate_secret", "endpoint", endpointID,
+			map[string]any{"overlap_seconds": int(overlap / time.Second), "secret_id": created.ID})
+	})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return secret, until, nil
+}
+
+// Breaker actions an operator can take.
+const (
+	actionPause      = "pause"
+	actionResume     = "resume"
+	actionForceClose = "force_close"
+)
+
+// breakerAction applies an operator's pause, resume or force-close to an
+// endpoint's breaker under its row lock, audited.
+func (s *Server) breakerAction(ctx context.Context, endpointID int64, action, actor string) (db.EndpointHealth, error) {
+	var out db.EndpointHealth
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.EndpointHealthGetForUpdate(ctx, endpointID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("endpoint")
+		}
+		if err != nil {
+			return err
+		}
+		p := breaker.DefaultPolicy()
+		h := breaker.Health{State: breaker.State(row.State), ConsecutiveFailures: int(row.ConsecutiveFailures),
+			Cooldown: time.Duration(row.CooldownSeconds) * time.Second, Paused: row.Paused}
+		if row.OpenedAt != nil {
+			h.OpenedAt = *row.OpenedAt
+		}
+		now := s.now()
+		switch action {
+		case actionPause:
+			h = p.Pause(h, now)
+		case actionResume:
+			if !h.Paused {
+				return conflict("", "the endpoint is not paused")
+			}
+			h = p.Resume(h, now)
+		case actionForceClose:
+			h = p.ForceClose(h, now)
+		default:
+			return fmt.Errorf("unknown breaker action %q", action)
+		}
+		var opened *time.Time
+		if !h.OpenedAt.IsZero() && h.State != breaker.Closed {
+			opened = &h.OpenedAt
+		}
+		if err := q.EndpointHealthSetBreaker(ctx, db.EndpointHealthSetBreakerParams{
+			EndpointID: endpointID, State: string(h.State), ConsecutiveFailures: int32(h.ConsecutiveFailures),
+			OpenedAt: opened, CooldownSeconds: int32(h.Cooldown / time.Second), Paused: h.Paused,
+		}); err != nil {
+			return err
+		}
+		if err := audit(ctx, q, actor, "endpoint."+action, "endpoint", endpointID,
+			map[string]any{"from": row.State, "to": string(h.State), "paused": h.Paused}); err != nil {
+			return err
+		}
+		if action != actionPause {
+			if err := q.EventNotify(ctx); err != nil {
+				return err
+			}
+		}
+		out, err = q.EndpointHealthGetForUpdate(ctx, endpointID)
+		return err
+	})
+	return out, err
+}

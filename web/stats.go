@@ -1,0 +1,115 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/latency"
+)
+
+// Alert thresholds (the article's three alerts).
+const (
+	oldestPendingAlert = 30 * time.Minute
+	deadCriticalCount  = 100
+)
+
+// pipelineStats is the article's one-row health summary plus its alerts.
+type pipelineStats struct {
+	Pending              int64     `json:"pending"`
+	AwaitingRetry        int64     `json:"awaiting_retry"`
+	InFlight             int64     `json:"in_flight"`
+	Dead                 int64     `json:"dead"`
+	DeliveredLastHour    int64     `json:"delivered_last_hour"`
+	FailedLastHour       int64     `json:"failed_last_hour"`
+	DeadLastHour         int64     `json:"dead_last_hour"`
+	OldestPendingSeconds float64   `json:"oldest_pending_seconds"`
+	AvgDeliveryMsHour    float64   `json:"avg_delivery_ms_last_hour"`
+	Alerts               []alert   `json:"alerts"`
+	GeneratedAt          time.Time `json:"generated_at"`
+}
+
+type alert struct {
+	Kind      string          `json:"kind"`     // dead_letters_rising | oldest_pending | slow_endpoints
+	Severity  string          `json:"severity"` // warn | critical
+	Message   string          `json:"message"`
+	Endpoints []alertEndpoint `json:"endpoints,omitempty"`
+}
+
+type alertEndpoint struct {
+	ID          int64    `json:"id"`
+	Name        string   `json:"name"`
+	Partner     string   `json:"partner,omitempty"`
+	Dead        int64    `json:"dead,omitempty"`
+	P95Ms       *float64 `json:"p95_ms,omitempty"`
+	RecentP95Ms *float64 `json:"recent_p95_ms,omitempty"`
+	Latency     string   `json:"latency,omitempty"` // slow | critical
+	State       string   `json:"state,omitempty"`
+	Failures    int32    `json:"consecutive_failures"`
+}
+
+// pipelineStats reads the summary: a handful of index-only counts and sums
+// over the minute histograms, cheap enough to refresh every few seconds.
+func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
+	now := s.now()
+	row, err := s.q.PipelineStats(ctx, nil)
+	if err != nil {
+		return pipelineStats{}, err
+	}
+	st := pipelineStats{
+		Pending: row.Pending, AwaitingRetry: row.AwaitingRetry, InFlight: row.InFlight, Dead: row.Dead,
+		DeliveredLastHour: row.OkAttemptsLastHour, FailedLastHour: row.FailedLastHour,
+		DeadLastHour: row.DeadLastHour, OldestPendingSeconds: max(row.OldestPendingSeconds, 0),
+		AvgDeliveryMsHour: row.AvgAttemptMsLastHour, Alerts: []alert{}, GeneratedAt: now.UTC(),
+	}
+	if row.DeadLastHour > 0 && row.DeadLastHour > row.DeadPreviousHour {
+		a := alert{Kind: "dead_letters_rising", Severity: "warn",
+			Message: fmt.Sprintf("%d deliveries went dead in the last hour (%d the hour before): endpoints are failing permanently and nobody is replaying", row.DeadLastHour, row.DeadPreviousHour)}
+		if row.DeadLastHour >= deadCriticalCount {
+			a.Severity = "critical"
+		}
+		rows, err := s.q.StatsDeadByEndpoint(ctx, now.Add(-time.Hour))
+		if err != nil {
+			return pipelineStats{}, err
+		}
+		for _, r := range rows {
+			a.Endpoints = append(a.Endpoints, alertEndpoint{ID: r.EndpointID, Name: r.Name, Dead: r.Dead})
+		}
+		st.Alerts = append(st.Alerts, a)
+	}
+	if age := time.Duration(st.OldestPendingSeconds * float64(time.Second)); age > oldestPendingAlert {
+		st.Alerts = append(st.Alerts, alert{Kind: "oldest_pending", Severity: "critical",
+			Message: fmt.Sprintf("the oldest waiting delivery is %s old: delivery is late (workers stuck, an endpoint blocked, or the queue grows faster than it drains)", age.Round(time.Minute))})
+	}
+	slow, err := s.q.StatsSlowEndpoints(ctx, db.StatsSlowEndpointsParams{
+		SlowMs: float64(latency.SlowP95 / time.Millisecond), MinSamples: latency.MinSamples})
+	if err != nil {
+		return pipelineStats{}, err
+	}
+	if len(slow) > 0 {
+		a := alert{Kind: "slow_endpoints", Severity: "warn"}
+		for _, r := range slow {
+			flag := worstFlag(r.RecentP95Ms, r.RecentSampleCount, r.P95Ms, r.SampleCount)
+			if flag == latency.FlagCritical {
+				a.Severity = "critical"
+			}
+			a.Endpoints = append(a.Endpoints, alertEndpoint{ID: r.ID, Name: r.Name, Partner: r.PartnerName,
+				P95Ms: r.P95Ms, RecentP95Ms: r.RecentP95Ms, Latency: string(flag), State: r.State, Failures: r.ConsecutiveFailures})
+		}
+		a.Message = fmt.Sprintf("%d endpoint(s) answer slowly (P95 over 2 s): latency rises before failures do", len(slow))
+		st.Alerts = append(st.Alerts, a)
+	}
+	return st, nil
+}
+
+// worstFlag is the more severe of an endpoint's recent and 24 h latency flags.
+func worstFlag(recent *float64, recentN int64, day *float64, dayN int64) latency.Flag {
+	r := latency.FlagFor(msDuration(recent), recentN, latency.MinSamples)
+	d := latency.FlagFor(msDuration(day), dayN, latency.MinSamples)
+	rank := map[latency.Flag]int{latency.FlagOK: 0, latency.FlagSlow: 1, latency.FlagCritical: 2}
+	if rank[d] > rank[r] {
+		return d
+	}
+	return r
+}

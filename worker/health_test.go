@@ -1,0 +1,228 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRateLimitHoldsWithFrozenClock: with time frozen, an endpoint limited to
+// 20/s with burst 5 gets exactly 5 sends; each simulated second brings 20
+// more. Split across two live replicas, each holds half the burst.
+func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rate, burst := 20.0, int32(5)
+	e.endpoint(endpointOpts{url: rcv.URL, rate: &rate, burst: &burst, maxInFlight: 100})
+	e.events(60, "order.created", `{}`)
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now })
+	e.run(w)
+	e.waitFor("the burst", func() bool { return rcv.count.Load() == 5 })
+	time.Sleep(300 * time.Millisecond) // many claim cycles: no token, no send
+	if got := rcv.count.Load(); got != 5 {
+		t.Fatalf("%d sends with the clock frozen, want the burst of 5", got)
+	}
+	clk.Advance(time.Second)
+	e.waitFor("one second's worth", func() bool { return rcv.count.Load() >= 10 })
+	time.Sleep(300 * time.Millisecond)
+	// The bucket refills to its burst (5) at most: a second of 20/s is
+	// capped by the bucket size.
+	if got := rcv.count.Load(); got != 10 {
+		t.Fatalf("%d sends after one second, want 10 (burst 5 + 5 refilled, capped by the bucket)", got)
+	}
+}
+
+func TestRateLimitSplitAcrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rate, burst := 10.0, int32(8)
+	e.endpoint(endpointOpts{url: rcv.URL, rate: &rate, burst: &burst, maxInFlight: 100})
+	e.events(40, "order.created", `{}`)
+	clk := newClock()
+	a := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "a" })
+	b := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "b" })
+	ctx := context.Background()
+	// Both replicas heartbeat before either sets its buckets.
+	for _, w := range []*Worker{a, b, a} {
+		if err := w.heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.refreshLimits(ctx)
+	}
+	b.refreshLimits(ctx)
+	if a.replicas.Load() != 2 || b.replicas.Load() != 2 {
+		t.Fatalf("replicas seen: %d, %d", a.replicas.Load(), b.replicas.Load())
+	}
+	e.run(a)
+	e.run(b)
+	e.waitFor("both bursts", func() bool { return rcv.count.Load() == 8 })
+	time.Sleep(300 * time.Millisecond)
+	if got := rcv.count.Load(); got != 8 {
+		t.Fatalf("%d sends across two replicas with the clock frozen, want 8 (4 each)", got)
+	}
+}
+
+// TestSlowEndpointFlaggedBeforeFailures: an endpoint answering in 200 ms
+// for an hour, then in 3 s, is flagged by its recent P95 within a couple of
+// minutes, while its 24 h P95 still looks healthy and nothing has failed.
+func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now })
+	ctx := context.Background()
+	start := clk.Now().Add(-time.Hour)
+	for i := range 600 { // an hour of fast answers
+		w.recorder.Observe(epID, start.Add(time.Duration(i)*6*time.Second), 200*time.Millisecond, true)
+	}
+	if err := w.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := e.health(epID); *h.RecentP95Ms > 250 || *h.P95Ms > 250 {
+		t.Fatalf("fast endpoint: recent %v, 24h %v", *h.RecentP95Ms, *h.P95Ms)
+	}
+	for i := range 30 { // then two minutes of 3 s answers, all successful
+		w.recorder.Observe(epID, clk.Now().Add(-2*time.Minute+time.Duration(i)*4*time.Second), 3*time.Second, true)
+	}
+	if err := w.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := e.health(epID)
+	if h.RecentP95Ms == nil || *h.RecentP95Ms < 2900 || h.RecentSampleCount < 20 {
+		t.Fatalf("recent P95 %v over %d samples: the slowdown is not visible", h.RecentP95Ms, h.RecentSampleCount)
+	}
+	if *h.P95Ms > 2000 {
+		t.Fatalf("24 h P95 %v: expected it to lag behind", *h.P95Ms)
+	}
+	if h.ConsecutiveFailures != 0 || h.State != "closed" {
+		t.Fatal("slow is not failed")
+	}
+	// The early warning also tightens the breaker: P95 over 5 s halves the
+	// threshold.
+	for i := range 30 {
+		w.recorder.Observe(epID, clk.Now().Add(-time.Minute+time.Duration(i)*time.Second), 7*time.Second, true)
+	}
+	if err := w.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.q.EndpointHealthLock(ctx, []int64{epID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := newHealthState(rows[0]).threshold; got != 5 {
+		t.Fatalf("effective threshold %d with a recent P95 over 5 s, want 5 (10 halved)", got)
+	}
+}
+
+// TestRotationAcceptedByOfficialVerifier: requests signed during a rotation
+// overlap verify with the official npm verifier holding either secret; once
+// the old secret expires, only the new one verifies.
+func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
+	node := officialVerifier(t)
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	epID, oldSecret := e.endpoint(endpointOpts{url: rcv.URL})
+	newSecret := e.rotate(epID, 2*time.Minute)
+	// The official verifier accepts timestamps within 5 minutes of the real
+	// clock, so the injected clock stays within that while it moves past
+	// the overlap.
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now })
+	e.run(w)
+	e.events(1, "order.created", `{"during":"overlap","city":"São Paulo"}`)
+	e.waitFor("first", func() bool { return rcv.count.Load() == 1 })
+	during := rcv.all()[0]
+	if n := countSignatures(during); n != 2 {
+		t.Fatalf("%d signatures during the overlap, want 2 (new first)", n)
+	}
+
+	clk.Advance(2 * time.Minute) // the old secret has expired
+	e.events(1, "order.created", `{"during":"after"}`)
+	e.waitFor("second", func() bool { return rcv.count.Load() == 2 })
+	after := rcv.all()[1]
+	if n := countSignatures(after); n != 1 {
+		t.Fatalf("%d signatures after the overlap, want 1", n)
+	}
+
+	got := runVerifier(t, node, []verifierCase{
+		caseOf(oldSecret, during), caseOf(newSecret, during),
+		caseOf(oldSecret, after), caseOf(newSecret, after),
+		{Secret: newSecret, Headers: caseOf(newSecret, after).Headers, Body: `{"during":"tampered"}`},
+	})
+	want := []bool{true, true, false, true, false}
+	for i := range want {
+		if got[i].Accepted != want[i] {
+			t.Errorf("case %d: accepted=%v (%s), want %v", i, got[i].Accepted, got[i].Error, want[i])
+		}
+	}
+}
+
+func countSignatures(r received) int {
+	return len(strings.Fields(r.Header.Get("webhook-signature")))
+}
+
+type verifierCase struct {
+	Secret  string            `json:"secret"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type verifierResult struct {
+	Accepted bool   `json:"accepted"`
+	Error    string `json:"error"`
+}
+
+func caseOf(secret string, r received) verifierCase {
+	return verifierCase{Secret: secret, Body: string(r.Body), Headers: map[string]string{
+		"webhook-id": r.Header.Get("webhook-id"), "webhook-timestamp": r.Header.Get("webhook-timestamp"),
+		"webhook-signature": r.Header.Get("webhook-signature")}}
+}
+
+var verifierDir = filepath.Join("signing", "testdata", "verify")
+
+// officialVerifier finds node and the pinned standardwebhooks package
+// (npm ci --prefix worker/signing/testdata/verify); in CI their absence is a
+// failure.
+func officialVerifier(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(verifierDir, "node_modules", "standardwebhooks"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("official verifier unavailable: %v", err)
+		}
+		t.Skipf("official verifier unavailable (%v): run npm ci --prefix worker/signing/testdata/verify", err)
+	}
+	return node
+}
+
+var verifierMu sync.Mutex
+
+func runVerifier(t *testing.T, node string, cases []verifierCase) []verifierResult {
+	t.Helper()
+	verifierMu.Lock()
+	defer verifierMu.Unlock()
+	in, _ := json.Marshal(cases)
+	cmd := exec.Command(node, "verify.mjs")
+	cmd.Dir = verifierDir
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("verify.mjs: %v", err)
+	}
+	var res []verifierResult
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(cases) {
+		t.Fatalf("verify.mjs output %q: %v", out, err)
+	}
+	return res
+}
