@@ -55,6 +55,12 @@ const version = "0.1.0"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal starts a graceful stop, a second one kills at
+	// once (default signal handling restored).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "hookline:", err)
 		os.Exit(1)

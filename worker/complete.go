@@ -64,7 +64,11 @@ func (w *Worker) completer() {
 // lease rescue.
 func (w *Worker) flushWithRetry(batch []outcome) {
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		timeout := 30 * time.Second
+		if d := w.shutdownDeadline.Load(); d != 0 {
+			timeout = min(timeout, time.Until(time.Unix(0, d)))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
 		start := time.Now()
 		err := w.flush(ctx, batch)
 		cancel()
@@ -86,8 +90,9 @@ func (w *Worker) flushWithRetry(batch []outcome) {
 		case attempt == 1 || attempt%30 == 0:
 			w.log.Error("record delivery results: database unavailable, retrying", "err", err, "results", len(batch), "attempt", attempt)
 		}
-		if attempt >= 120 { // ~10 minutes: the leases have long expired; rescue owns these rows now
-			w.log.Error("giving up recording results; expired leases will be rescued", "results", len(batch))
+		if attempt >= 120 || w.pastShutdownDeadline() { // the leases have expired (or we are stopping): rescue owns these rows now
+			w.log.Error("giving up recording results; their leases will expire and they will be sent again", "results", len(batch))
+			w.unrecorded.Add(int64(len(batch)))
 			return
 		}
 		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 5*time.Second))

@@ -116,6 +116,11 @@ type Worker struct {
 	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 	replicas atomic.Int32
+
+	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
+	// the final flush retries against an unreachable database.
+	shutdownDeadline atomic.Int64
+	unrecorded       atomic.Int64 // results given up on (their leases will be rescued)
 }
 
 // New validates cfg and builds a Worker.
@@ -244,10 +249,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelSends()
 		<-sent
 	}
+	// The database may be gone too: recording the last results gets 30 s,
+	// then their leases are left to expire (another replica, or this one
+	// after a restart, sends them again).
+	w.shutdownDeadline.Store(time.Now().Add(30 * time.Second).UnixNano())
 	close(w.results)
 	<-completerDone
+	if n := w.unrecorded.Load(); n > 0 {
+		return fmt.Errorf("stopped without recording %d results: the database was unreachable; their deliveries will be sent again", n)
+	}
 
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if n, err := w.q.DeliveryReleaseOwned(final, db.DeliveryReleaseOwnedParams{Now: w.dbNow(), WorkerID: w.id}); err != nil {
 		w.log.Error("release leases at shutdown", "err", err)
@@ -273,6 +285,11 @@ func (w *Worker) dbNow() *time.Time {
 	}
 	t := w.now()
 	return &t
+}
+
+func (w *Worker) pastShutdownDeadline() bool {
+	d := w.shutdownDeadline.Load()
+	return d != 0 && time.Now().UnixNano() > d
 }
 
 // signal sends on a 1-buffered channel without blocking: a pending signal

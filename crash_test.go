@@ -1,0 +1,934 @@
+package main
+
+// Process-level tests: the real hookline binary runs as a child process
+// against a fresh database and a loopback receiver, and is killed or stopped
+// under load, the way a supervisor or an out-of-memory killer would. They
+// check the queue's promises at the process boundary, where unit tests of
+// the worker cannot reach: SIGKILL loses nothing (at-least-once, duplicates
+// only for sends that were in flight), and SIGTERM finishes or releases every
+// in-flight send, records every result and exits 0.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db/dbtest"
+)
+
+// TestKill9LosesNothing kills hookline with SIGKILL in the middle of a
+// 10,000-event drain. Every event must still reach the receiver, and only
+// the deliveries in flight at the kill may reach it twice.
+func TestKill9LosesNothing(t *testing.T) {
+	errs := newRowErrors(t)
+	defer errs.summary()
+	const events = 10000
+	rcv := newCrashReceiver(t, 2*time.Millisecond, 5*time.Millisecond)
+	rig := newCrashRig(t, rcv, "5s", 10000)
+	first := rig.start("first run")
+	rig.createEndpoint()
+	ids := rig.postEvents(events)
+
+	// The receiver has held its requests while the events were posted, so
+	// the kill lands in the drain of a fully queued backlog, not in ingest.
+	// It fires from the receiver itself at 45 %, however fast the drain is.
+	killAt := rcv.signalAt(events * 45 / 100)
+	opened := time.Now()
+	rcv.open()
+	select {
+	case <-killAt:
+	case <-first.done:
+		t.Fatal("hookline exited on its own before the kill")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("receiver saw %d of %d events within 30 s", rcv.total(), events)
+	}
+	first.kill(t)
+	ranFor := time.Since(opened)
+	seenAtKill := rcv.seenSnapshot()
+
+	// A transaction whose COMMIT reached the server before the kill still
+	// commits; wait for the dead process's backends to finish so the
+	// snapshot below is the state the crash really left behind.
+	rig.waitNoHooklineBackends()
+	inFlight := rig.inFlightEvents()
+	if len(inFlight) == 0 {
+		t.Fatal("no delivery was in flight at the kill: the test proved nothing")
+	}
+	sentBeforeKill := 0
+	for _, ev := range inFlight {
+		if seenAtKill[ev] > 0 {
+			sentBeforeKill++
+		}
+	}
+	t.Logf("killed after %s: receiver had seen %d of %d (%.0f%%, ~%.0f/s); %d in flight, %d of them already received",
+		ranFor.Round(time.Millisecond), len(seenAtKill), events, 100*float64(len(seenAtKill))/events,
+		float64(len(seenAtKill))/ranFor.Seconds(), len(inFlight), sentBeforeKill)
+
+	// The dead worker's leases run until timeout + 30 s. Waiting that long
+	// is what a real restart does; moving the expiry into the past is the
+	// same state, reached without the wait.
+	rig.exec("UPDATE deliveries SET lease_expires_at = now() - interval '1 second' WHERE status = 'in_flight'")
+
+	restarted := time.Now()
+	second := rig.start("second run")
+	rig.waitAllDelivered(events, 60*time.Second, second)
+	t.Logf("after restart everything was delivered in %s", time.Since(restarted).Round(time.Millisecond))
+	second.terminate(t, 10*time.Second)
+
+	rcv.waitIdle(t, 10*time.Second)
+	seen := rcv.seenSnapshot()
+	posted := map[string]bool{}
+	for _, id := range ids {
+		posted[id] = true
+		if seen[id] == 0 {
+			errs.errorf("event %s never reached the receiver", id)
+		}
+	}
+	inFlightEvent := map[string]bool{}
+	for _, ev := range inFlight {
+		inFlightEvent[ev] = true
+	}
+	dups := 0
+	for id, n := range seen {
+		if !posted[id] {
+			errs.errorf("receiver got webhook-id %q, which was never posted", id)
+		}
+		if n > 1 {
+			dups++
+			if !inFlightEvent[id] {
+				errs.errorf("event %s received %d times but was not in flight at the kill", id, n)
+			}
+		}
+	}
+	t.Logf("duplicates: %d events received twice; %d were in flight at the kill (%d of those had reached the receiver before it)",
+		dups, len(inFlight), sentBeforeKill)
+
+	expired := rig.leaseExpiredAttempts()
+	for id := range inFlight {
+		if expired[id] != 1 {
+			errs.errorf("delivery %d was in flight at the kill but has %d lease_expired attempts, want 1", id, expired[id])
+		}
+	}
+	for id, n := range expired {
+		if _, ok := inFlight[id]; !ok {
+			errs.errorf("delivery %d has %d lease_expired attempts but was not in flight at the kill", id, n)
+		}
+	}
+	for _, d := range rig.deliveries() {
+		if d.status != "delivered" {
+			errs.errorf("delivery %d is %s, want delivered", d.id, d.status)
+			continue
+		}
+		want := int32(1)
+		if _, rescued := inFlight[d.id]; rescued {
+			want = 2 // the lost attempt counts: it may have reached the partner
+		}
+		if d.attemptCount != want {
+			errs.errorf("delivery %d has attempt_count %d, want %d", d.id, d.attemptCount, want)
+		}
+	}
+}
+
+// TestSigtermUnderLoadExitsCleanly sends SIGTERM while a slow receiver holds
+// many sends in flight: hookline must let them finish within the grace
+// period, record every answer, leave the rest untouched in the queue, exit 0,
+// and on restart deliver the rest without sending anything twice.
+func TestSigtermUnderLoadExitsCleanly(t *testing.T) {
+	errs := newRowErrors(t)
+	defer errs.summary()
+	const (
+		events = 2000
+		grace  = 5 * time.Second
+	)
+	rcv := newCrashReceiver(t, 50*time.Millisecond, 50*time.Millisecond)
+	rig := newCrashRig(t, rcv, grace.String(), 10000)
+	first := rig.start("first run")
+	rig.createEndpoint()
+	ids := rig.postEvents(events)
+
+	termAt := rcv.signalAt(events * 3 / 10)
+	rcv.open()
+	select {
+	case <-termAt:
+	case <-first.done:
+		t.Fatal("hookline exited on its own before SIGTERM")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("receiver saw %d of %d events within 30 s", rcv.total(), events)
+	}
+	active := rcv.activeNow()
+	took := first.terminate(t, grace+3*time.Second)
+	t.Logf("SIGTERM with %d requests open at the receiver; exit 0 after %s", active, took.Round(time.Millisecond))
+
+	rcv.waitIdle(t, 10*time.Second)
+	seen, answered := rcv.seenSnapshot(), rcv.answeredSnapshot()
+	for id, n := range seen {
+		if answered[id] != n {
+			errs.errorf("event %s: received %d times, answered %d: a send was cut off although the grace period had time left", id, n, answered[id])
+		}
+	}
+	var delivered, pending, released int
+	for _, d := range rig.deliveries() {
+		switch {
+		case d.status == "in_flight":
+			errs.errorf("delivery %d still in_flight after a clean exit", d.id)
+		case answered[d.eventID] > 0:
+			if d.status != "delivered" || d.attemptCount != 1 {
+				errs.errorf("delivery %d was answered before exit but is %s with attempt_count %d: the result was lost", d.id, d.status, d.attemptCount)
+			}
+			delivered++
+		case d.status == "pending" || d.status == "failed":
+			if d.attemptCount != 0 || !d.due {
+				errs.errorf("delivery %d never sent but is %s with attempt_count %d, due now %v", d.id, d.status, d.attemptCount, d.due)
+			}
+			if d.status == "pending" {
+				pending++
+			} else {
+				released++
+			}
+		default:
+			errs.errorf("delivery %d is %s with attempt_count %d but the receiver never answered it", d.id, d.status, d.attemptCount)
+		}
+	}
+	t.Logf("after the first run: %d delivered, %d pending, %d released as failed", delivered, pending, released)
+	if t.Failed() {
+		return
+	}
+
+	second := rig.start("second run")
+	rig.waitAllDelivered(events, 30*time.Second, second)
+	second.terminate(t, grace+3*time.Second)
+
+	rcv.waitIdle(t, 10*time.Second)
+	seen = rcv.seenSnapshot()
+	for _, id := range ids {
+		if seen[id] != 1 {
+			errs.errorf("event %s received %d times, want exactly once", id, seen[id])
+		}
+	}
+	if n := len(rig.leaseExpiredAttempts()); n != 0 {
+		t.Errorf("%d deliveries have lease_expired attempts after graceful shutdowns only", n)
+	}
+	for _, d := range rig.deliveries() {
+		if d.status != "delivered" || d.attemptCount != 1 {
+			errs.errorf("delivery %d is %s with attempt_count %d, want delivered after 1", d.id, d.status, d.attemptCount)
+		}
+	}
+}
+
+// TestSigtermGraceExpiresReleasesLeases stops hookline while every send
+// waits on a receiver that never answers: when the grace period runs out the
+// sends are cancelled, the deliveries go back to the queue due now without
+// using an attempt or blaming the endpoint, and the process exits 0.
+func TestSigtermGraceExpiresReleasesLeases(t *testing.T) {
+	errs := newRowErrors(t)
+	defer errs.summary()
+	const events = 20
+	rcv := newCrashReceiver(t, 0, 0)
+	rcv.hang = true
+	rig := newCrashRig(t, rcv, "1s", 60000)
+	p := rig.start("only run")
+	rig.createEndpoint()
+	rig.postEvents(events)
+
+	all := rcv.signalAt(events)
+	rcv.open()
+	select {
+	case <-all:
+	case <-p.done:
+		t.Fatal("hookline exited on its own before SIGTERM")
+	case <-time.After(20 * time.Second):
+		t.Fatalf("receiver saw %d of %d events within 20 s", rcv.total(), events)
+	}
+	took := p.terminate(t, 5*time.Second)
+	t.Logf("SIGTERM with %d sends hanging; exit 0 after %s", events, took.Round(time.Millisecond))
+
+	rows := rig.deliveries()
+	if len(rows) != events {
+		t.Fatalf("%d deliveries, want %d", len(rows), events)
+	}
+	for _, d := range rows {
+		if d.status != "failed" || d.attemptCount != 0 || !d.due {
+			errs.errorf("delivery %d is %s with attempt_count %d, due now %v; want failed, 0, due", d.id, d.status, d.attemptCount, d.due)
+		}
+	}
+	var attempts, failures int
+	var state string
+	rig.queryRow("SELECT count(*) FROM delivery_attempts", nil, &attempts)
+	rig.queryRow("SELECT state, consecutive_failures FROM endpoint_health WHERE endpoint_id = $1", []any{rig.endpointID}, &state, &failures)
+	if attempts != 0 {
+		t.Errorf("%d attempts recorded for sends cut off by shutdown, want 0", attempts)
+	}
+	if state != "closed" || failures != 0 {
+		t.Errorf("breaker is %s with %d failures after a shutdown; the endpoint was not at fault", state, failures)
+	}
+}
+
+// rowErrors reports the first few failures of each check and then only how
+// many more there were, so a systematic failure over thousands of rows stays
+// readable.
+type rowErrors struct {
+	t      *testing.T
+	counts map[string]int
+}
+
+const rowErrorsShown = 5
+
+func newRowErrors(t *testing.T) *rowErrors {
+	return &rowErrors{t: t, counts: map[string]int{}}
+}
+
+func (e *rowErrors) errorf(format string, args ...any) {
+	e.t.Helper()
+	e.counts[format]++
+	if e.counts[format] <= rowErrorsShown {
+		e.t.Errorf(format, args...)
+	}
+}
+
+func (e *rowErrors) summary() {
+	e.t.Helper()
+	for format, n := range e.counts {
+		if n > rowErrorsShown {
+			e.t.Errorf("... and %d more like %q", n-rowErrorsShown, format)
+		}
+	}
+}
+
+// crashRig is one hookline installation under test: a fresh database, the
+// environment of its processes, an API key, and the receiver's endpoint.
+type crashRig struct {
+	t          *testing.T
+	bin        string
+	env        []string
+	addr       string
+	pool       *pgxpool.Pool
+	rcv        *crashReceiver
+	client     *http.Client
+	key        string
+	endpointID int64
+	timeoutMs  int
+}
+
+func newCrashRig(t *testing.T, rcv *crashReceiver, grace string, timeoutMs int) *crashRig {
+	t.Helper()
+	dbURL := dbtest.URL(t)
+	r := &crashRig{
+		t:         t,
+		bin:       builtHookline(t),
+		addr:      crashLoopbackAddr(t),
+		rcv:       rcv,
+		timeoutMs: timeoutMs,
+		// No keep-alive: the API process is killed and restarted on the
+		// same address, and a pooled connection to the dead one would
+		// fail the next POST.
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+	}
+	// A clean environment: nothing from the developer's shell (log level,
+	// concurrency, retention) changes what is tested.
+	r.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"TMPDIR=" + os.TempDir(),
+		"DATABASE_URL=" + dbURL,
+		"HOOKLINE_SECRET_KEY=" + crashRandomKey(t),
+		"HOOKLINE_SESSION_KEY=" + crashRandomKey(t),
+		"HOOKLINE_ADDR=" + r.addr,
+		"HOOKLINE_ALLOW_NETWORKS=127.0.0.0/8",
+		"HOOKLINE_DATA_DIR=" + t.TempDir(),
+		"HOOKLINE_SHUTDOWN_GRACE=" + grace,
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	r.pool = pool
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(r.bin, "apikey", "create", "--name", "x")
+	cmd.Env, cmd.Stdout, cmd.Stderr = r.env, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hookline apikey create: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	r.key = strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(r.key, "hk_") {
+		t.Fatalf("apikey create printed %q last", r.key)
+	}
+	return r
+}
+
+// start runs "hookline serve" and waits until it is ready.
+func (r *crashRig) start(label string) *hooklineProc {
+	t := r.t
+	t.Helper()
+	p := &hooklineProc{label: label, out: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(r.bin, "serve")
+	p.cmd.Env = r.env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start hookline: %v", err)
+	}
+	go func() {
+		_ = p.cmd.Wait() // the exit status is read from ProcessState
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("hookline output (%s):\n%s", p.label, p.out.tail(48<<10))
+		}
+	})
+
+	deadline := time.Now().Add(30 * time.Second)
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		resp, err := probe.Get("http://" + r.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("hookline (%s) exited during start: %s", label, p.cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hookline (%s) not ready within 30 s", label)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// createEndpoint registers a partner and a webhook endpoint on the receiver
+// with room for many sends at once.
+func (r *crashRig) createEndpoint() {
+	t := r.t
+	t.Helper()
+	var partner struct {
+		ID int64 `json:"id"`
+	}
+	if status, body := r.call("POST", "/api/v1/partners", map[string]any{"name": "Crash Test Partner"}, &partner); status != http.StatusCreated {
+		t.Fatalf("create partner: %d %s", status, body)
+	}
+	var ep struct {
+		ID int64 `json:"id"`
+	}
+	status, body := r.call("POST", "/api/v1/endpoints", map[string]any{
+		"partner_id": partner.ID, "name": "receiver", "kind": "webhook", "url": r.rcv.srv.URL + "/hook",
+		"max_in_flight": 200, "timeout_ms": r.timeoutMs,
+	}, &ep)
+	if status != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", status, body)
+	}
+	r.endpointID = ep.ID
+}
+
+// postEvents posts n events in batches of 1000 and returns their ids.
+func (r *crashRig) postEvents(n int) []string {
+	t := r.t
+	t.Helper()
+	ids := make([]string, 0, n)
+	for off := 0; off < n; off += 1000 {
+		k := min(1000, n-off)
+		events := make([]map[string]any, k)
+		for i := range events {
+			events[i] = map[string]any{"type": "order.created", "payload": map[string]any{"n": off + i}}
+		}
+		var resp struct {
+			Accepted int `json:"accepted"`
+			Results  []struct {
+				ID         string            `json:"id"`
+				Deliveries []json.RawMessage `json:"deliveries"`
+			} `json:"results"`
+		}
+		status, body := r.call("POST", "/api/v1/events/batch", map[string]any{"events": events}, &resp)
+		if status != http.StatusAccepted || resp.Accepted != k || len(resp.Results) != k {
+			t.Fatalf("post batch at %d: %d, %d accepted of %d: %.500s", off, status, resp.Accepted, k, body)
+		}
+		for _, res := range resp.Results {
+			if len(res.Deliveries) != 1 {
+				t.Fatalf("event %s queued %d deliveries, want 1", res.ID, len(res.Deliveries))
+			}
+			ids = append(ids, res.ID)
+		}
+	}
+	return ids
+}
+
+// call sends one API request and decodes a JSON answer into out.
+func (r *crashRig) call(method, path string, in, out any) (int, string) {
+	t := r.t
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, "http://"+r.addr+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("%s %s: decode %q: %v", method, path, body, err)
+		}
+	}
+	return resp.StatusCode, string(body)
+}
+
+func (r *crashRig) exec(sql string, args ...any) {
+	r.t.Helper()
+	if _, err := r.pool.Exec(context.Background(), sql, args...); err != nil {
+		r.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// queryRow scans one row of sql, run with args, into dst.
+func (r *crashRig) queryRow(sql string, args []any, dst ...any) {
+	r.t.Helper()
+	if err := r.pool.QueryRow(context.Background(), sql, args...).Scan(dst...); err != nil {
+		r.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// waitNoHooklineBackends waits until no server backend of a hookline
+// process (application_name "hookline") is left on the test database.
+func (r *crashRig) waitNoHooklineBackends() {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		r.queryRow("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hookline'", nil, &n)
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d backends of the killed process still open after 10 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// inFlightEvents returns the deliveries in flight now, by id, with their
+// event ids (the webhook-id the receiver sees).
+func (r *crashRig) inFlightEvents() map[int64]string {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), "SELECT id, event_id::text FROM deliveries WHERE status = 'in_flight'")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var ev string
+		if err := rows.Scan(&id, &ev); err != nil {
+			r.t.Fatal(err)
+		}
+		m[id] = ev
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return m
+}
+
+type crashDelivery struct {
+	id           int64
+	eventID      string
+	status       string
+	attemptCount int32
+	due          bool // next_attempt_at <= now()
+}
+
+func (r *crashRig) deliveries() []crashDelivery {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(),
+		"SELECT id, event_id::text, status, attempt_count, next_attempt_at <= now() FROM deliveries ORDER BY id")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []crashDelivery
+	for rows.Next() {
+		var d crashDelivery
+		if err := rows.Scan(&d.id, &d.eventID, &d.status, &d.attemptCount, &d.due); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// leaseExpiredAttempts counts lease_expired attempt rows per delivery.
+func (r *crashRig) leaseExpiredAttempts() map[int64]int {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(),
+		"SELECT delivery_id, count(*) FROM delivery_attempts WHERE error_class = 'lease_expired' GROUP BY delivery_id")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[int64]int{}
+	for rows.Next() {
+		var id, n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			r.t.Fatal(err)
+		}
+		m[id] = int(n)
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return m
+}
+
+// waitAllDelivered polls until n deliveries are delivered, failing early if
+// one goes dead or the process exits.
+func (r *crashRig) waitAllDelivered(n int, limit time.Duration, p *hooklineProc) {
+	t := r.t
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var delivered, dead, inFlight int
+		r.queryRow(`SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status = 'dead'),
+		                   count(*) FILTER (WHERE status = 'in_flight') FROM deliveries`, nil, &delivered, &dead, &inFlight)
+		switch {
+		case delivered == n:
+			return
+		case dead > 0:
+			t.Fatalf("%d deliveries went dead", dead)
+		case time.Now().After(deadline):
+			t.Fatalf("%d of %d delivered after %s (%d in flight)", delivered, n, limit, inFlight)
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("hookline (%s) exited while delivering: %s", p.label, p.cmd.ProcessState)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hooklineProc is one hookline process run as a child.
+type hooklineProc struct {
+	label string
+	cmd   *exec.Cmd
+	out   *lockedBuffer // stdout and stderr
+	done  chan struct{} // closed once the process has exited and been reaped
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *hooklineProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill hookline (%s): %v", p.label, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("hookline (%s) not reaped 10 s after SIGKILL", p.label)
+	}
+}
+
+// terminate sends SIGTERM and requires exit status 0 within limit; it
+// returns how long the exit took.
+func (p *hooklineProc) terminate(t *testing.T, limit time.Duration) time.Duration {
+	t.Helper()
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM hookline (%s): %v", p.label, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("hookline (%s) still running %s after SIGTERM", p.label, limit)
+	}
+	took := time.Since(sent)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("hookline (%s) exited with %s after SIGTERM, want status 0", p.label, p.cmd.ProcessState)
+	}
+	return took
+}
+
+// crashReceiver is a loopback webhook receiver. It holds requests until
+// open, counts every webhook-id it receives and every answer it completes,
+// takes a random time in [minDelay, maxDelay] to answer (or never answers,
+// with hang), and can signal when its request count reaches a threshold.
+type crashReceiver struct {
+	srv                *httptest.Server
+	minDelay, maxDelay time.Duration
+	hang               bool
+	gate               chan struct{}
+	openOnce           sync.Once
+
+	mu       sync.Mutex
+	seen     map[string]int
+	answered map[string]int
+	requests int
+	active   int
+	trigger  int
+	reached  chan struct{}
+}
+
+func newCrashReceiver(t *testing.T, minDelay, maxDelay time.Duration) *crashReceiver {
+	t.Helper()
+	rc := &crashReceiver{
+		minDelay: minDelay, maxDelay: maxDelay,
+		gate: make(chan struct{}),
+		seen: map[string]int{}, answered: map[string]int{},
+	}
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(func() {
+		rc.open()
+		rc.srv.Close()
+	})
+	return rc
+}
+
+func (rc *crashReceiver) serve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	select {
+	case <-rc.gate:
+	case <-ctx.Done():
+		return
+	}
+	id := r.Header.Get("webhook-id")
+	_, _ = io.Copy(io.Discard, r.Body)
+	rc.mu.Lock()
+	rc.seen[id]++
+	rc.requests++
+	rc.active++
+	if rc.requests == rc.trigger {
+		close(rc.reached)
+	}
+	rc.mu.Unlock()
+	defer func() {
+		rc.mu.Lock()
+		rc.active--
+		rc.mu.Unlock()
+	}()
+	if rc.hang {
+		<-ctx.Done()
+		return
+	}
+	d := rc.minDelay
+	if rc.maxDelay > rc.minDelay {
+		d += mrand.N(rc.maxDelay - rc.minDelay + 1)
+	}
+	if d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return
+	}
+	rc.mu.Lock()
+	rc.answered[id]++
+	rc.mu.Unlock()
+}
+
+// open lets held and future requests through.
+func (rc *crashReceiver) open() { rc.openOnce.Do(func() { close(rc.gate) }) }
+
+// signalAt returns a channel closed when the n-th request arrives.
+func (rc *crashReceiver) signalAt(n int) <-chan struct{} {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.trigger, rc.reached = n, make(chan struct{})
+	return rc.reached
+}
+
+func (rc *crashReceiver) total() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.requests
+}
+
+func (rc *crashReceiver) activeNow() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.active
+}
+
+func (rc *crashReceiver) seenSnapshot() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return clonedCounts(rc.seen)
+}
+
+func (rc *crashReceiver) answeredSnapshot() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return clonedCounts(rc.answered)
+}
+
+// waitIdle waits until no request is being handled, so the counts are final.
+func (rc *crashReceiver) waitIdle(t *testing.T, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for rc.activeNow() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver still handling %d requests after %s", rc.activeNow(), limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func clonedCounts(m map[string]int) map[string]int {
+	c := make(map[string]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+var hooklineBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builtHookline returns the hookline binary built from this module, built
+// once per test binary. It lives in a directory per user and checkout and
+// is renamed into place, so concurrent runs never execute a half-written
+// file and no copy accumulates per run.
+func builtHookline(t *testing.T) string {
+	t.Helper()
+	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildHookline() })
+	if hooklineBuild.err != nil {
+		t.Fatalf("build hookline: %v", hooklineBuild.err)
+	}
+	return hooklineBuild.path
+}
+
+func buildHookline() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", errors.New("no go.mod above " + wd)
+		}
+		root = parent
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hookline-proctest-%d-%s", os.Getuid(), hex.EncodeToString(sum[:4])))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("hookline.%d.tmp", os.Getpid()))
+	cmd := exec.Command("go", "build", "-o", tmp, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	bin := filepath.Join(dir, "hookline")
+	if err := os.Rename(tmp, bin); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return bin, nil
+}
+
+// crashLoopbackAddr returns a loopback address with a port nobody listens on.
+func crashLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func crashRandomKey(t *testing.T) string {
+	t.Helper()
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+// lockedBuffer collects a child's output; exec copies into it from its own
+// goroutine while the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// tail returns at most the last n bytes, starting at a line boundary.
+func (l *lockedBuffer) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return "…\n" + s
+}
