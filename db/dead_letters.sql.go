@@ -102,6 +102,25 @@ func (q *Queries) DeadLetterClusters(ctx context.Context, since time.Time) ([]De
 	return items, nil
 }
 
+const deadLetterCountSince = `-- name: DeadLetterCountSince :one
+SELECT count(*)::bigint FROM deliveries
+WHERE status = 'dead' AND endpoint_id = $1 AND dead_at >= $2::timestamptz
+`
+
+type DeadLetterCountSinceParams struct {
+	EndpointID int64
+	Since      time.Time
+}
+
+// How many dead letters an endpoint has since a time (shown before a bulk
+// replay is confirmed).
+func (q *Queries) DeadLetterCountSince(ctx context.Context, arg DeadLetterCountSinceParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCountSince, arg.EndpointID, arg.Since)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deadLetterList = `-- name: DeadLetterList :many
 SELECT d.id, d.event_id, ev.type AS event_type, d.attempt_count, d.dead_at, d.last_error,
        d.last_status_code, d.replay_count
@@ -174,14 +193,15 @@ func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) 
 const deadLetterReplayCluster = `-- name: DeadLetterReplayCluster :many
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
   AND d.endpoint_id = $1
   AND coalesce(d.last_error_class, '') = $2::text
   AND coalesce(d.last_status_code, 0) = $3::int
   AND d.dead_at >= $4::timestamptz
-RETURNING d.id
+RETURNING d.id, d.replayed_at
 `
 
 type DeadLetterReplayClusterParams struct {
@@ -191,8 +211,13 @@ type DeadLetterReplayClusterParams struct {
 	Since      time.Time
 }
 
+type DeadLetterReplayClusterRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
+
 // Replays every dead delivery of one cluster since a time.
-func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]int64, error) {
+func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]DeadLetterReplayClusterRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterReplayCluster,
 		arg.EndpointID,
 		arg.ErrorClass,
@@ -203,13 +228,13 @@ func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterRep
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []DeadLetterReplayClusterRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeadLetterReplayClusterRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -220,12 +245,13 @@ func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterRep
 const deadLetterReplayEndpoint = `-- name: DeadLetterReplayEndpoint :many
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
   AND d.endpoint_id = $1
   AND d.dead_at >= $2::timestamptz
-RETURNING d.id
+RETURNING d.id, d.replayed_at
 `
 
 type DeadLetterReplayEndpointParams struct {
@@ -233,20 +259,25 @@ type DeadLetterReplayEndpointParams struct {
 	Since      time.Time
 }
 
+type DeadLetterReplayEndpointRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
+
 // Replays every dead delivery of an endpoint since a time.
-func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]int64, error) {
+func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]DeadLetterReplayEndpointRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterReplayEndpoint, arg.EndpointID, arg.Since)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []DeadLetterReplayEndpointRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeadLetterReplayEndpointRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -257,29 +288,35 @@ func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterRe
 const deadLetterReplayIDs = `-- name: DeadLetterReplayIDs :many
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY($1::bigint[])
-RETURNING d.id
+RETURNING d.id, d.replayed_at
 `
+
+type DeadLetterReplayIDsRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
 
 // Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
 // numbers keep counting, so the attempt log stays unambiguous), is due now
 // and goes through the breaker and rate limit like any delivery. Only dead
 // rows change; the same event id (webhook-id) is sent again.
-func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]int64, error) {
+func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]DeadLetterReplayIDsRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterReplayIDs, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []DeadLetterReplayIDsRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeadLetterReplayIDsRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -287,25 +324,30 @@ func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]int64
 	return items, nil
 }
 
-const deliveryProgress = `-- name: DeliveryProgress :one
+const replayProgress = `-- name: ReplayProgress :one
 SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
        count(*) FILTER (WHERE status = 'dead')::bigint AS dead
 FROM deliveries
-WHERE id = ANY($1::bigint[])
+WHERE replayed_at = $1 AND endpoint_id = $2
 `
 
-type DeliveryProgressRow struct {
+type ReplayProgressParams struct {
+	ReplayedAt *time.Time
+	EndpointID int64
+}
+
+type ReplayProgressRow struct {
 	Delivered int64
 	Waiting   int64
 	Dead      int64
 }
 
-// How many of the given deliveries are delivered, still waiting, or dead
-// again (the dashboard follows a replay with it).
-func (q *Queries) DeliveryProgress(ctx context.Context, ids []int64) (DeliveryProgressRow, error) {
-	row := q.db.QueryRow(ctx, deliveryProgress, ids)
-	var i DeliveryProgressRow
+// How the deliveries of one replay (one endpoint, one replay timestamp) are
+// doing: delivered, still waiting, or dead again.
+func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) (ReplayProgressRow, error) {
+	row := q.db.QueryRow(ctx, replayProgress, arg.ReplayedAt, arg.EndpointID)
+	var i ReplayProgressRow
 	err := row.Scan(&i.Delivered, &i.Waiting, &i.Dead)
 	return i, err
 }

@@ -12,8 +12,38 @@ import (
 	"github.com/google/uuid"
 )
 
+const deliveryGet = `-- name: DeliveryGet :one
+SELECT id, event_id, endpoint_id, status, attempt_count, max_attempts, next_attempt_at, lease_expires_at, lease_owner, delivered_at, dead_at, last_error, last_error_class, last_status_code, last_response_ms, replay_count, created_at, replayed_at FROM deliveries WHERE id = $1
+`
+
+func (q *Queries) DeliveryGet(ctx context.Context, id int64) (Delivery, error) {
+	row := q.db.QueryRow(ctx, deliveryGet, id)
+	var i Delivery
+	err := row.Scan(
+		&i.ID,
+		&i.EventID,
+		&i.EndpointID,
+		&i.Status,
+		&i.AttemptCount,
+		&i.MaxAttempts,
+		&i.NextAttemptAt,
+		&i.LeaseExpiresAt,
+		&i.LeaseOwner,
+		&i.DeliveredAt,
+		&i.DeadAt,
+		&i.LastError,
+		&i.LastErrorClass,
+		&i.LastStatusCode,
+		&i.LastResponseMs,
+		&i.ReplayCount,
+		&i.CreatedAt,
+		&i.ReplayedAt,
+	)
+	return i, err
+}
+
 const deliveryListByEvent = `-- name: DeliveryListByEvent :many
-SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts, d.next_attempt_at, d.lease_expires_at, d.lease_owner, d.delivered_at, d.dead_at, d.last_error, d.last_error_class, d.last_status_code, d.last_response_ms, d.replay_count, d.created_at, e.name AS endpoint_name, e.kind AS endpoint_kind
+SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts, d.next_attempt_at, d.lease_expires_at, d.lease_owner, d.delivered_at, d.dead_at, d.last_error, d.last_error_class, d.last_status_code, d.last_response_ms, d.replay_count, d.created_at, d.replayed_at, e.name AS endpoint_name, e.kind AS endpoint_kind
 FROM deliveries d
 JOIN endpoints e ON e.id = d.endpoint_id
 WHERE d.event_id = $1
@@ -38,6 +68,7 @@ type DeliveryListByEventRow struct {
 	LastResponseMs *float64
 	ReplayCount    int32
 	CreatedAt      time.Time
+	ReplayedAt     *time.Time
 	EndpointName   string
 	EndpointKind   string
 }
@@ -69,6 +100,7 @@ func (q *Queries) DeliveryListByEvent(ctx context.Context, eventID uuid.UUID) ([
 			&i.LastResponseMs,
 			&i.ReplayCount,
 			&i.CreatedAt,
+			&i.ReplayedAt,
 			&i.EndpointName,
 			&i.EndpointKind,
 		); err != nil {
@@ -110,6 +142,91 @@ func (q *Queries) DeliveryRefsByEvents(ctx context.Context, eventIds []uuid.UUID
 			&i.EndpointID,
 			&i.Status,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointDeadCounts = `-- name: EndpointDeadCounts :many
+SELECT endpoint_id, count(*)::bigint AS dead
+FROM deliveries
+WHERE status = 'dead'
+GROUP BY endpoint_id
+`
+
+type EndpointDeadCountsRow struct {
+	EndpointID int64
+	Dead       int64
+}
+
+// Dead letters per endpoint (index-only over deliveries_dead).
+func (q *Queries) EndpointDeadCounts(ctx context.Context) ([]EndpointDeadCountsRow, error) {
+	rows, err := q.db.Query(ctx, endpointDeadCounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointDeadCountsRow{}
+	for rows.Next() {
+		var i EndpointDeadCountsRow
+		if err := rows.Scan(&i.EndpointID, &i.Dead); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointQueueDepth = `-- name: EndpointQueueDepth :one
+SELECT count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS queued,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE endpoint_id = $1 AND status IN ('pending', 'failed', 'in_flight', 'dead')
+`
+
+type EndpointQueueDepthRow struct {
+	Queued int64
+	Dead   int64
+}
+
+func (q *Queries) EndpointQueueDepth(ctx context.Context, endpointID int64) (EndpointQueueDepthRow, error) {
+	row := q.db.QueryRow(ctx, endpointQueueDepth, endpointID)
+	var i EndpointQueueDepthRow
+	err := row.Scan(&i.Queued, &i.Dead)
+	return i, err
+}
+
+const endpointQueueDepths = `-- name: EndpointQueueDepths :many
+SELECT endpoint_id, count(*)::bigint AS queued
+FROM deliveries
+WHERE status IN ('pending', 'failed', 'in_flight')
+GROUP BY endpoint_id
+`
+
+type EndpointQueueDepthsRow struct {
+	EndpointID int64
+	Queued     int64
+}
+
+// Deliveries waiting or in flight, per endpoint (the endpoints table).
+func (q *Queries) EndpointQueueDepths(ctx context.Context) ([]EndpointQueueDepthsRow, error) {
+	rows, err := q.db.Query(ctx, endpointQueueDepths)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointQueueDepthsRow{}
+	for rows.Next() {
+		var i EndpointQueueDepthsRow
+		if err := rows.Scan(&i.EndpointID, &i.Queued); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -7,9 +7,74 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
+
+const attemptListByEndpoint = `-- name: AttemptListByEndpoint :many
+SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
+       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status
+FROM delivery_attempts a
+JOIN deliveries d ON d.id = a.delivery_id
+WHERE a.endpoint_id = $1
+ORDER BY a.started_at DESC, a.id DESC
+LIMIT $2::int
+`
+
+type AttemptListByEndpointParams struct {
+	EndpointID int64
+	RowLimit   int32
+}
+
+type AttemptListByEndpointRow struct {
+	ID              int64
+	DeliveryID      int64
+	AttemptNo       int32
+	StartedAt       time.Time
+	DurationMs      float64
+	Outcome         string
+	StatusCode      *int32
+	ErrorClass      *string
+	Error           *string
+	ResponseExcerpt *string
+	EventID         uuid.UUID
+	DeliveryStatus  string
+}
+
+// An endpoint's most recent attempts, newest first, with their delivery.
+func (q *Queries) AttemptListByEndpoint(ctx context.Context, arg AttemptListByEndpointParams) ([]AttemptListByEndpointRow, error) {
+	rows, err := q.db.Query(ctx, attemptListByEndpoint, arg.EndpointID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttemptListByEndpointRow{}
+	for rows.Next() {
+		var i AttemptListByEndpointRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeliveryID,
+			&i.AttemptNo,
+			&i.StartedAt,
+			&i.DurationMs,
+			&i.Outcome,
+			&i.StatusCode,
+			&i.ErrorClass,
+			&i.Error,
+			&i.ResponseExcerpt,
+			&i.EventID,
+			&i.DeliveryStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const attemptListByEvent = `-- name: AttemptListByEvent :many
 SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt

@@ -69,7 +69,7 @@ func (q *Queries) EndpointHealthCreate(ctx context.Context, endpointID int64) er
 }
 
 const endpointHealthGetForUpdate = `-- name: EndpointHealthGetForUpdate :one
-SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
+SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at, ok_count FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
 `
 
 // Locks one endpoint's breaker for an operator action.
@@ -100,6 +100,7 @@ func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int
 		&i.SparkCount,
 		&i.StatsRefreshedAt,
 		&i.UpdatedAt,
+		&i.OkCount,
 	)
 	return i, err
 }

@@ -12,7 +12,7 @@ import (
 
 const endpointHealthClearLatency = `-- name: EndpointHealthClearLatency :exec
 UPDATE endpoint_health
-SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0,
+SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
     recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce($1::timestamptz, now())
 WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY($2::bigint[]))
 `
@@ -31,7 +31,7 @@ func (q *Queries) EndpointHealthClearLatency(ctx context.Context, arg EndpointHe
 const endpointHealthSetLatency = `-- name: EndpointHealthSetLatency :exec
 UPDATE endpoint_health h
 SET p50_ms = NULLIF(u.p50_ms, -1), p95_ms = NULLIF(u.p95_ms, -1), p99_ms = NULLIF(u.p99_ms, -1),
-    sample_count = u.sample_count,
+    sample_count = u.sample_count, ok_count = u.ok_count,
     recent_p95_ms = NULLIF(u.recent_p95_ms, -1), recent_sample_count = u.recent_sample_count,
     stats_refreshed_at = coalesce($1::timestamptz, now())
 FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
@@ -39,8 +39,9 @@ FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
              unnest($4::float8[]) AS p95_ms,
              unnest($5::float8[]) AS p99_ms,
              unnest($6::bigint[]) AS sample_count,
-             unnest($7::float8[]) AS recent_p95_ms,
-             unnest($8::bigint[]) AS recent_sample_count) u
+             unnest($7::bigint[]) AS ok_count,
+             unnest($8::float8[]) AS recent_p95_ms,
+             unnest($9::bigint[]) AS recent_sample_count) u
 WHERE h.endpoint_id = u.endpoint_id
 `
 
@@ -51,6 +52,7 @@ type EndpointHealthSetLatencyParams struct {
 	P95sMs             []float64
 	P99sMs             []float64
 	SampleCounts       []int64
+	OkCounts           []int64
 	RecentP95sMs       []float64
 	RecentSampleCounts []int64
 }
@@ -65,6 +67,7 @@ func (q *Queries) EndpointHealthSetLatency(ctx context.Context, arg EndpointHeal
 		arg.P95sMs,
 		arg.P99sMs,
 		arg.SampleCounts,
+		arg.OkCounts,
 		arg.RecentP95sMs,
 		arg.RecentSampleCounts,
 	)

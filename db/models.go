@@ -50,6 +50,7 @@ type Delivery struct {
 	LastResponseMs *float64
 	ReplayCount    int32
 	CreatedAt      time.Time
+	ReplayedAt     *time.Time
 }
 
 type DeliveryAttempt struct {
@@ -112,6 +113,7 @@ type EndpointHealth struct {
 	SparkCount          []int32
 	StatsRefreshedAt    *time.Time
 	UpdatedAt           time.Time
+	OkCount             int64
 }
 
 type EndpointSecret struct {

@@ -9,6 +9,21 @@ import (
 	"context"
 )
 
+const userCountActiveAdmins = `-- name: UserCountActiveAdmins :one
+SELECT count(*)::bigint FROM (
+    SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL FOR UPDATE
+) a
+`
+
+// Active admins, locked so two concurrent demotions cannot both pass the
+// last-admin check.
+func (q *Queries) UserCountActiveAdmins(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, userCountActiveAdmins)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const userCreate = `-- name: UserCreate :one
 INSERT INTO users (email, password_hash, role)
 VALUES ($1, $2, $3)
@@ -106,6 +121,42 @@ func (q *Queries) UserList(ctx context.Context) ([]User, error) {
 	return items, nil
 }
 
+const userRecordLogin = `-- name: UserRecordLogin :exec
+UPDATE users SET last_login_at = now() WHERE id = $1
+`
+
+func (q *Queries) UserRecordLogin(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, userRecordLogin, id)
+	return err
+}
+
+const userSetDisabled = `-- name: UserSetDisabled :one
+UPDATE users
+SET disabled_at = CASE WHEN $1::boolean THEN coalesce(disabled_at, now()) END
+WHERE id = $2
+RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at
+`
+
+type UserSetDisabledParams struct {
+	Disabled bool
+	ID       int64
+}
+
+func (q *Queries) UserSetDisabled(ctx context.Context, arg UserSetDisabledParams) (User, error) {
+	row := q.db.QueryRow(ctx, userSetDisabled, arg.Disabled, arg.ID)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.Role,
+		&i.CreatedAt,
+		&i.DisabledAt,
+		&i.LastLoginAt,
+	)
+	return i, err
+}
+
 const userSetPassword = `-- name: UserSetPassword :exec
 UPDATE users SET password_hash = $1 WHERE id = $2
 `
@@ -118,4 +169,28 @@ type UserSetPasswordParams struct {
 func (q *Queries) UserSetPassword(ctx context.Context, arg UserSetPasswordParams) error {
 	_, err := q.db.Exec(ctx, userSetPassword, arg.PasswordHash, arg.ID)
 	return err
+}
+
+const userSetRole = `-- name: UserSetRole :one
+UPDATE users SET role = $1 WHERE id = $2 RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at
+`
+
+type UserSetRoleParams struct {
+	Role string
+	ID   int64
+}
+
+func (q *Queries) UserSetRole(ctx context.Context, arg UserSetRoleParams) (User, error) {
+	row := q.db.QueryRow(ctx, userSetRole, arg.Role, arg.ID)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.Role,
+		&i.CreatedAt,
+		&i.DisabledAt,
+		&i.LastLoginAt,
+	)
+	return i, err
 }

@@ -464,7 +464,7 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 }
 
 const endpointHealthLock = `-- name: EndpointHealthLock :many
-SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, e.failure_threshold
+SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, e.failure_threshold
 FROM endpoint_health h
 JOIN endpoints e ON e.id = h.endpoint_id
 WHERE h.endpoint_id = ANY($1::bigint[])
@@ -496,6 +496,7 @@ type EndpointHealthLockRow struct {
 	SparkCount          []int32
 	StatsRefreshedAt    *time.Time
 	UpdatedAt           time.Time
+	OkCount             int64
 	FailureThreshold    int32
 }
 
@@ -534,6 +535,7 @@ func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) (
 			&i.SparkCount,
 			&i.StatsRefreshedAt,
 			&i.UpdatedAt,
+			&i.OkCount,
 			&i.FailureThreshold,
 		); err != nil {
 			return nil, err

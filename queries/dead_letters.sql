@@ -54,40 +54,49 @@ LIMIT @row_limit::int;
 -- rows change; the same event id (webhook-id) is sent again.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
-RETURNING d.id;
+RETURNING d.id, d.replayed_at;
 
 -- name: DeadLetterReplayCluster :many
 -- Replays every dead delivery of one cluster since a time.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
   AND d.endpoint_id = @endpoint_id
   AND coalesce(d.last_error_class, '') = @error_class::text
   AND coalesce(d.last_status_code, 0) = @status_code::int
   AND d.dead_at >= @since::timestamptz
-RETURNING d.id;
+RETURNING d.id, d.replayed_at;
 
 -- name: DeadLetterReplayEndpoint :many
 -- Replays every dead delivery of an endpoint since a time.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
   AND d.endpoint_id = @endpoint_id
   AND d.dead_at >= @since::timestamptz
-RETURNING d.id;
+RETURNING d.id, d.replayed_at;
 
--- name: DeliveryProgress :one
--- How many of the given deliveries are delivered, still waiting, or dead
--- again (the dashboard follows a replay with it).
+-- name: ReplayProgress :one
+-- How the deliveries of one replay (one endpoint, one replay timestamp) are
+-- doing: delivered, still waiting, or dead again.
 SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
        count(*) FILTER (WHERE status = 'dead')::bigint AS dead
 FROM deliveries
-WHERE id = ANY(@ids::bigint[]);
+WHERE replayed_at = @replayed_at AND endpoint_id = @endpoint_id;
+
+-- name: DeadLetterCountSince :one
+-- How many dead letters an endpoint has since a time (shown before a bulk
+-- replay is confirmed).
+SELECT count(*)::bigint FROM deliveries
+WHERE status = 'dead' AND endpoint_id = @endpoint_id AND dead_at >= @since::timestamptz;

@@ -30,3 +30,26 @@ RETURNING id, endpoint_id, status;
 SELECT event_id, id, endpoint_id, status FROM deliveries
 WHERE event_id = ANY(@event_ids::uuid[])
 ORDER BY event_id, id;
+
+-- name: EndpointQueueDepths :many
+-- Deliveries waiting or in flight, per endpoint (the endpoints table).
+SELECT endpoint_id, count(*)::bigint AS queued
+FROM deliveries
+WHERE status IN ('pending', 'failed', 'in_flight')
+GROUP BY endpoint_id;
+
+-- name: EndpointDeadCounts :many
+-- Dead letters per endpoint (index-only over deliveries_dead).
+SELECT endpoint_id, count(*)::bigint AS dead
+FROM deliveries
+WHERE status = 'dead'
+GROUP BY endpoint_id;
+
+-- name: EndpointQueueDepth :one
+SELECT count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS queued,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed', 'in_flight', 'dead');
+
+-- name: DeliveryGet :one
+SELECT * FROM deliveries WHERE id = @id;

@@ -62,7 +62,7 @@ ORDER BY bucket_start;
 -- from merged buckets). A negative value stands for NULL (no samples).
 UPDATE endpoint_health h
 SET p50_ms = NULLIF(u.p50_ms, -1), p95_ms = NULLIF(u.p95_ms, -1), p99_ms = NULLIF(u.p99_ms, -1),
-    sample_count = u.sample_count,
+    sample_count = u.sample_count, ok_count = u.ok_count,
     recent_p95_ms = NULLIF(u.recent_p95_ms, -1), recent_sample_count = u.recent_sample_count,
     stats_refreshed_at = coalesce(sqlc.narg(now)::timestamptz, now())
 FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
@@ -70,6 +70,7 @@ FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@p95s_ms::float8[]) AS p95_ms,
              unnest(@p99s_ms::float8[]) AS p99_ms,
              unnest(@sample_counts::bigint[]) AS sample_count,
+             unnest(@ok_counts::bigint[]) AS ok_count,
              unnest(@recent_p95s_ms::float8[]) AS recent_p95_ms,
              unnest(@recent_sample_counts::bigint[]) AS recent_sample_count) u
 WHERE h.endpoint_id = u.endpoint_id;
@@ -77,7 +78,7 @@ WHERE h.endpoint_id = u.endpoint_id;
 -- name: EndpointHealthClearLatency :exec
 -- Endpoints with no attempt in the window have no percentiles.
 UPDATE endpoint_health
-SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0,
+SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
     recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce(sqlc.narg(now)::timestamptz, now())
 WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY(@keep_ids::bigint[]));
 

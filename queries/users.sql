@@ -14,3 +14,22 @@ SELECT * FROM users ORDER BY disabled_at IS NOT NULL, lower(email);
 
 -- name: UserSetPassword :exec
 UPDATE users SET password_hash = @password_hash WHERE id = @id;
+
+-- name: UserRecordLogin :exec
+UPDATE users SET last_login_at = now() WHERE id = @id;
+
+-- name: UserSetRole :one
+UPDATE users SET role = @role WHERE id = @id RETURNING *;
+
+-- name: UserSetDisabled :one
+UPDATE users
+SET disabled_at = CASE WHEN @disabled::boolean THEN coalesce(disabled_at, now()) END
+WHERE id = @id
+RETURNING *;
+
+-- name: UserCountActiveAdmins :one
+-- Active admins, locked so two concurrent demotions cannot both pass the
+-- last-admin check.
+SELECT count(*)::bigint FROM (
+    SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL FOR UPDATE
+) a;

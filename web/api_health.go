@@ -49,11 +49,11 @@ func (s *Server) apiReplay(c echo.Context) error {
 	if err := s.decodeJSON(c, &sel); err != nil {
 		return err
 	}
-	ids, err := s.replay(c.Request().Context(), sel, apiKeyOf(c).actor())
+	res, err := s.replay(c.Request().Context(), sel, apiKeyOf(c).actor())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"replayed": len(ids), "delivery_ids": nonNil(ids)})
+	return c.JSON(http.StatusOK, map[string]any{"replayed": len(res.IDs), "delivery_ids": nonNil(res.IDs)})
 }
 
 // apiRotateSecret: POST /api/v1/endpoints/:id/secrets/rotate {overlap_seconds}

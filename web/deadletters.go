@@ -127,11 +127,19 @@ func (sel replaySelector) validate() error {
 	return invalidField("cluster", "give only one of delivery_ids, cluster and endpoint_id")
 }
 
+// replayResult says what a replay re-queued; At (the replay's timestamp,
+// shared by every row) lets the dashboard follow its progress.
+type replayResult struct {
+	IDs []int64
+	At  time.Time
+}
+
 // replay makes the selected dead letters pending again, audited, and wakes
-// the workers. It returns the replayed delivery ids.
-func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) ([]int64, error) {
+// the workers.
+func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (replayResult, error) {
+	var res replayResult
 	if err := sel.validate(); err != nil {
-		return nil, err
+		return res, err
 	}
 	since := time.Time{}
 	if sel.Since != nil {
@@ -143,19 +151,35 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 		}
 		since = s.now().Add(-time.Duration(hours) * time.Hour)
 	}
-	var ids []int64
+	add := func(id int64, at *time.Time) {
+		res.IDs = append(res.IDs, id)
+		if at != nil {
+			res.At = *at
+		}
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		var err error
 		details := map[string]any{}
 		switch {
 		case len(sel.DeliveryIDs) > 0:
-			ids, err = q.DeadLetterReplayIDs(ctx, sel.DeliveryIDs)
+			rows, err := q.DeadLetterReplayIDs(ctx, sel.DeliveryIDs)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				add(r.ID, r.ReplayedAt)
+			}
 			details["delivery_ids"] = len(sel.DeliveryIDs)
 		case sel.Cluster != "":
 			k, _ := parseClusterKey(sel.Cluster)
-			ids, err = q.DeadLetterReplayCluster(ctx, db.DeadLetterReplayClusterParams{
+			rows, err := q.DeadLetterReplayCluster(ctx, db.DeadLetterReplayClusterParams{
 				EndpointID: k.EndpointID, ErrorClass: k.ErrorClass, StatusCode: k.StatusCode, Since: since})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				add(r.ID, r.ReplayedAt)
+			}
 			details["cluster"] = sel.Cluster
 		default:
 			if _, err := q.EndpointGet(ctx, sel.EndpointID); err != nil {
@@ -164,26 +188,29 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 				}
 				return err
 			}
-			ids, err = q.DeadLetterReplayEndpoint(ctx, db.DeadLetterReplayEndpointParams{EndpointID: sel.EndpointID, Since: since})
+			rows, err := q.DeadLetterReplayEndpoint(ctx, db.DeadLetterReplayEndpointParams{EndpointID: sel.EndpointID, Since: since})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				add(r.ID, r.ReplayedAt)
+			}
 			details["endpoint_id"] = sel.EndpointID
-		}
-		if err != nil {
-			return err
 		}
 		if !since.IsZero() {
 			details["since"] = since.UTC().Format(time.RFC3339)
 		}
-		details["replayed"] = len(ids)
+		details["replayed"] = len(res.IDs)
 		if err := audit(ctx, q, actor, "dead_letters.replay", "deliveries", 0, details); err != nil {
 			return err
 		}
-		if len(ids) > 0 {
+		if len(res.IDs) > 0 {
 			return q.EventNotify(ctx)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return replayResult{}, err
 	}
-	return ids, nil
+	return res, nil
 }

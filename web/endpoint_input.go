@@ -264,6 +264,15 @@ func checkWebhookURL(raw string, guard *ssrf.Guard) string {
 	if err := guard.CheckHost(u.Hostname()); err != nil {
 		return "points to a blocked destination: " + err.Error()
 	}
+	return placeholderHost(u.Hostname())
+}
+
+// placeholderHost refuses the presets' reserved example domain, so a preset
+// saved without its tracker's real domain is caught at once.
+func placeholderHost(host string) string {
+	if strings.HasSuffix(strings.ToLower(host), "your-domain.example") {
+		return "replace " + host + " with your tracker's domain"
+	}
 	return ""
 }
 
@@ -284,7 +293,7 @@ func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
 	if err := guard.CheckHost(host); err != nil {
 		return "points to a blocked destination: " + err.Error()
 	}
-	return ""
+	return placeholderHost(host)
 }
 
 func postbackHost(tmpl string) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -27,22 +28,31 @@ type testEnv struct {
 
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
-func newEnv(t *testing.T) *testEnv {
+func newEnv(t *testing.T, mods ...func(*Config)) *testEnv {
 	t.Helper()
 	pool := dbtest.Pool(t)
-	return newEnvWithPool(t, pool)
+	return newEnvWithPool(t, pool, mods...)
 }
 
-func newEnvWithPool(t *testing.T, pool *pgxpool.Pool) *testEnv {
+// allowLoopback lets the test server's sender reach receivers on 127.0.0.1.
+func allowLoopback(c *Config) {
+	c.Guard = ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+}
+
+func newEnvWithPool(t *testing.T, pool *pgxpool.Pool, mods ...func(*Config)) *testEnv {
 	t.Helper()
-	srv, err := New(Config{
+	cfg := Config{
 		Pool:         pool,
 		SecretKey:    testKey(1),
 		SessionKey:   testKey(2),
 		Guard:        ssrf.New(nil),
 		MaxBodyBytes: 64 << 10,
 		Version:      "test",
-	})
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,20 @@
 package web
 
 import (
-	"fmt"
-	"html"
-
 	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/views/layout"
 )
 
-// renderErrorPage answers a dashboard request with a short, friendly page.
+// renderErrorPage answers a dashboard request with the friendly error page
+// (never a stack trace or an internal error's text).
 func (s *Server) renderErrorPage(c echo.Context, ae *apiError) {
-	body := fmt.Sprintf(`<!doctype html><html lang="en"><meta charset="utf-8"><title>%d · hookline</title><body><main><h1>%d</h1><p>%s</p><p><a href="/">Back to the overview</a></p></main></body></html>`,
-		ae.Status, ae.Status, html.EscapeString(ae.Message))
-	_ = c.HTML(ae.Status, body)
+	m := layout.PageMeta{Version: s.cfg.Version}
+	if p := principalOf(c); p != nil {
+		m.User = p.layoutUser()
+		m.CSRFToken = p.CSRF
+	}
+	if err := s.render(c, ae.Status, layout.ErrorPage(m, ae.Status, ae.Message)); err != nil {
+		_ = c.String(ae.Status, ae.Message)
+	}
 }

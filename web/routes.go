@@ -5,6 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/hookline/hookline/static"
+	"github.com/hookline/hookline/web/account"
 )
 
 // routes is hookline's one route table. Each group says who may call it.
@@ -44,4 +47,68 @@ func (s *Server) routes() {
 	api.Any("/*", func(c echo.Context) error {
 		return &apiError{http.StatusNotFound, "not_found", "no such API route", ""}
 	})
+
+	// Static assets, content-hashed and cached.
+	e.GET("/static/*", echo.WrapHandler(static.Handler()))
+
+	// Sign in and out. The login form has its own double-submit CSRF token.
+	e.GET("/login", s.loginPage)
+	e.POST("/login", s.loginSubmit)
+
+	// Dashboard: a session for everything, CSRF on every state change.
+	// viewer reads; operator replays, rotates, pauses, edits; admin manages
+	// users and API keys.
+	d := e.Group("", s.requireSession, s.requireCSRF)
+	operator := requireRole(account.RoleOperator)
+	d.POST("/logout", s.logout)
+
+	// Overview and endpoints.
+	d.GET("/", s.overviewPage)
+	d.GET("/overview/live", s.overviewLiveFragment)
+	d.GET("/endpoints", s.endpointsPage)
+	d.GET("/endpoints/table", s.endpointsTableFragment)
+	d.GET("/endpoints/:id", s.endpointPage)
+	d.GET("/endpoints/:id/health", s.endpointHealthFragment)
+	d.POST("/endpoints/:id/pause", s.endpointBreaker(actionPause), operator)
+	d.POST("/endpoints/:id/resume", s.endpointBreaker(actionResume), operator)
+	d.POST("/endpoints/:id/force-close", s.endpointBreaker(actionForceClose), operator)
+	d.POST("/endpoints/:id/test", s.endpointTestFire, operator)
+	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
+
+	// Dead letters.
+	d.GET("/dead-letters", s.deadLettersPage)
+	d.GET("/dead-letters/cluster", s.deadLetterCluster)
+	d.GET("/dead-letters/count", s.deadLetterCount)
+	d.GET("/dead-letters/progress", s.replayProgress)
+	d.POST("/dead-letters/replay", s.deadLetterReplay, operator)
+
+	// Partners and onboarding: forms for partners and endpoints, tracker
+	// presets, live preview, test fire.
+	d.GET("/partners", s.partnersPage)
+	d.GET("/partners/new", s.partnerNew, operator)
+	d.POST("/partners", s.partnerSave, operator)
+	d.GET("/partners/:id", s.partnerPage)
+	d.GET("/partners/:id/edit", s.partnerEdit, operator)
+	d.POST("/partners/:id", s.partnerSave, operator)
+	d.POST("/partners/:id/archive", s.partnerArchive, operator)
+	d.GET("/partners/:id/endpoints/new", s.endpointNew, operator)
+	d.POST("/partners/:id/endpoints", s.endpointCreate, operator)
+	d.GET("/endpoints/:id/edit", s.endpointEditPage, operator)
+	d.POST("/endpoints/:id/edit", s.endpointUpdate, operator)
+	d.POST("/endpoints/preview", s.endpointPreview, operator)
+	d.GET("/endpoints/retry-window", s.retryWindowFragment)
+	d.POST("/endpoints/test-fire", s.formTestFire, operator)
+
+	// Audit.
+	d.GET("/audit", s.auditPage)
+
+	// Settings: admins only.
+	admin := requireRole(account.RoleAdmin)
+	d.GET("/settings/api-keys", s.apiKeysPage, admin)
+	d.POST("/settings/api-keys", s.apiKeyCreate, admin)
+	d.POST("/settings/api-keys/:id/revoke", s.apiKeyRevoke, admin)
+	d.GET("/settings/users", s.usersPage, admin)
+	d.POST("/settings/users", s.userAdd, admin)
+	d.POST("/settings/users/:id/role", s.userSetRole, admin)
+	d.POST("/settings/users/:id/disable", s.userSetDisabled, admin)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gorilla/sessions"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
@@ -47,6 +49,11 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
+
+	chartCache
+	sessions *sessions.CookieStore
+	throttle *loginThrottle
+	send     *sender.Sender
 }
 
 // New builds the server and its route table.
@@ -82,6 +89,12 @@ func New(cfg Config) (*Server, error) {
 		cfg:   cfg,
 		log:   cfg.Logger,
 		now:   cfg.Now,
+	}
+	s.sessions = newCookieStore(cfg.SessionKey)
+	s.throttle = newLoginThrottle()
+	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
+	if err != nil {
+		return nil, err
 	}
 	s.e.HideBanner = true
 	s.e.HidePort = true

@@ -151,6 +151,7 @@ func (w *Worker) refreshHealth(ctx context.Context) error {
 		p.P95sMs = append(p.P95sMs, quantileMs(d, 0.95))
 		p.P99sMs = append(p.P99sMs, quantileMs(d, 0.99))
 		p.SampleCounts = append(p.SampleCounts, countOf(d))
+		p.OkCounts = append(p.OkCounts, okOf(d))
 		p.RecentP95sMs = append(p.RecentP95sMs, quantileMs(r, 0.95))
 		p.RecentSampleCounts = append(p.RecentSampleCounts, countOf(r))
 	}
@@ -207,6 +208,13 @@ func countOf(h *latency.Histogram) int64 {
 		return 0
 	}
 	return h.Count()
+}
+
+func okOf(h *latency.Histogram) int64 {
+	if h == nil {
+		return 0
+	}
+	return h.OK()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

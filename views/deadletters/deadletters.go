@@ -1,0 +1,116 @@
+// Package deadletters renders the dead-letter page: clusters of dead
+// deliveries with the article's diagnosis, payout at risk, and one-click
+// replay of a delivery, a cluster, an endpoint, or an endpoint since a time.
+package deadletters
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hookline/hookline/views/components"
+)
+
+// Page is /dead-letters.
+type Page struct {
+	Hours      int
+	EndpointID int64 // 0: all endpoints
+	Clusters   []Cluster
+	Endpoints  []Option // endpoints with dead letters, for the "since" form
+	CanOperate bool
+	Now        time.Time
+	CSRF       string
+}
+
+// Option is an endpoint in a select.
+type Option struct {
+	ID   int64
+	Name string
+}
+
+// Cluster is one group of dead letters.
+type Cluster struct {
+	Key          string
+	EndpointID   int64
+	Endpoint     string
+	Partner      string
+	Enabled      bool
+	Class        string
+	StatusCode   int32
+	Count        int64
+	First, Last  time.Time
+	AvgAttempts  float64
+	PrimaryError string
+	PayoutAtRisk float64
+	Pattern      string
+	Summary      string
+	Action       string
+}
+
+// Delivery is one dead delivery of an expanded cluster.
+type Delivery struct {
+	ID          int64
+	EventID     string
+	EventType   string
+	Attempts    int32
+	DeadAt      time.Time
+	Error       string
+	ReplayCount int32
+}
+
+// Progress follows one replay: re-queued, then delivered.
+type Progress struct {
+	EndpointID int64
+	At         time.Time // the replay's timestamp
+	Requeued   int64
+	Delivered  int64
+	Waiting    int64
+	Dead       int64
+	Target     string // the element id to keep swapping
+}
+
+// RowID is the fragment id of a cluster's row.
+func RowID(key string) string { return components.FragmentID("cluster", key) }
+
+// ProgressURL polls a replay's progress.
+func ProgressURL(p Progress) string {
+	v := url.Values{}
+	v.Set("endpoint", strconv.FormatInt(p.EndpointID, 10))
+	v.Set("at", p.At.UTC().Format(time.RFC3339Nano))
+	v.Set("requeued", strconv.FormatInt(p.Requeued, 10))
+	v.Set("target", p.Target)
+	return "/dead-letters/progress?" + v.Encode()
+}
+
+func clusterURL(key string, hours int) string {
+	v := url.Values{}
+	v.Set("key", key)
+	v.Set("hours", strconv.Itoa(hours))
+	return "/dead-letters/cluster?" + v.Encode()
+}
+
+func statusText(c Cluster) string {
+	if c.StatusCode == 0 {
+		return "no response"
+	}
+	return strconv.Itoa(int(c.StatusCode))
+}
+
+func patternTone(p string) string {
+	switch p {
+	case "outage_burst", "credentials", "gone":
+		return components.ToneCritical
+	case "rate_limited", "trickle", "rejected_by_tracker":
+		return components.ToneWarn
+	}
+	return components.ToneInfo
+}
+
+func money(v float64) string {
+	if v == 0 {
+		return components.Dash
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

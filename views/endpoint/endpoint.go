@@ -1,0 +1,146 @@
+// Package endpoint renders one endpoint's page: its latency chart, breaker
+// and controls, recent attempts, configuration, signing secrets with
+// rotation, and the test fire.
+package endpoint
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hookline/hookline/views/components"
+)
+
+// Fragment ids swapped by htmx.
+const (
+	HealthID     = "endpoint-health"
+	AttemptsID   = "endpoint-attempts"
+	SecretsID    = "endpoint-secrets"
+	TestResultID = "test-result"
+)
+
+// Page is the whole endpoint page.
+type Page struct {
+	Config     Config
+	Health     Health
+	Chart      components.ChartData
+	Attempts   []Attempt
+	Secrets    Secrets
+	CanOperate bool
+}
+
+// Config is what the endpoint is.
+type Config struct {
+	ID                  int64
+	Name, Partner       string
+	PartnerID           int64
+	Kind, Method        string
+	URL                 string // the webhook URL, or the postback template (macros, no values)
+	Host                string
+	EventTypes          []string
+	HeaderNames         []string // names only: values may be credentials
+	MaxAttempts         int32
+	RetryWindow         string // worst-case time spent retrying, from the backoff
+	TimeoutMs           int32
+	Rate                string // "20 /s, burst 20" or "unlimited"
+	MaxInFlight         int32
+	FailureThreshold    int32
+	SuccessBodyContains string
+	Enabled             bool
+	DisabledReason      string
+	CreatedAt           time.Time
+}
+
+// Health is the live panel: breaker, latency figures and queue.
+type Health struct {
+	EndpointID    int64
+	Breaker       components.BreakerData
+	Latency       string
+	P50, P95, P99 *float64
+	RecentP95     *float64
+	Samples       int64
+	SuccessRate   *float64
+	Failures      int32
+	Threshold     int32
+	Cooldown      time.Duration
+	LastSuccess   time.Time
+	LastFailure   time.Time
+	PausedUntil   *time.Time // a partner's Retry-After
+	Queue, Dead   int64
+	Now           time.Time
+	CanOperate    bool
+}
+
+// Attempt is one row of the attempt log.
+type Attempt struct {
+	At         time.Time
+	DeliveryID int64
+	EventID    string
+	AttemptNo  int32
+	Outcome    string
+	StatusCode int
+	Class      string
+	DurationMs float64
+	Error      string
+	Excerpt    string
+}
+
+// Secrets is the secrets panel; NewSecret is set once, right after a rotation.
+type Secrets struct {
+	EndpointID int64
+	List       []Secret
+	NewSecret  string
+	OldUntil   *time.Time
+	Now        time.Time
+	CanOperate bool
+}
+
+// Secret is a signing secret's metadata: never its value.
+type Secret struct {
+	ID        int64
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+}
+
+// TestResult is what a test fire shows.
+type TestResult struct {
+	Request    string // method, URL, headers and body as sent
+	Outcome    string
+	Class      string
+	StatusCode int
+	DurationMs float64
+	Error      string
+	Excerpt    string
+	RemoteAddr string
+	Verdicts   []Verdict
+}
+
+// Verdict is the SSRF guard's decision on one resolved address.
+type Verdict struct {
+	Addr    string
+	Allowed bool
+	Reason  string
+}
+
+func idStr(id int64) string { return strconv.FormatInt(id, 10) }
+
+func action(id int64, verb string) string { return "/endpoints/" + idStr(id) + "/" + verb }
+
+func outcomeTone(o string) string {
+	switch o {
+	case "ok":
+		return components.ToneOK
+	case "transient":
+		return components.ToneWarn
+	}
+	return components.ToneCritical
+}
+
+func secretState(s Secret, now time.Time) (string, string) {
+	switch {
+	case s.ExpiresAt == nil:
+		return components.ToneOK, "current"
+	case s.ExpiresAt.After(now):
+		return components.ToneWarn, "signing until " + components.Timestamp(*s.ExpiresAt)
+	}
+	return components.ToneMuted, "expired " + components.Timestamp(*s.ExpiresAt)
+}

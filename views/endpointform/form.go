@@ -1,0 +1,146 @@
+// Package endpointform renders the endpoint form (create and edit): webhook
+// or postback, tracker presets with help for every macro, a live preview of
+// the postback URL, delivery settings with the worst-case retry window,
+// field-level errors, the test fire, and the page that shows a new
+// endpoint's signing secret once.
+package endpointform
+
+import (
+	"strconv"
+
+	"github.com/hookline/hookline/views/components"
+)
+
+// Fragment ids.
+const (
+	FormID        = "endpoint-form"
+	PreviewID     = "postback-preview"
+	RetryWindowID = "retry-window"
+	TestResultID  = "form-test-result"
+)
+
+// Form is the form's view model. Numbers stay strings so that what the user
+// typed is shown back with its error.
+type Form struct {
+	EndpointID  int64 // 0 when creating
+	PartnerID   int64
+	PartnerName string
+	Kind        string // webhook | postback
+	Preset      string
+	Presets     []Preset
+
+	Name, URL, Method, EventTypes, Headers, SuccessBodyContains string
+	MaxAttempts, TimeoutMs, RatePerSec, Burst, MaxInFlight      string
+	FailureThreshold                                            string
+	Enabled                                                     bool
+
+	RetryWindow string
+	Preview     Preview
+	Errors      map[string]string
+	CSRF        string
+}
+
+// Preset is a tracker preset and the meaning of each of its parameters.
+type Preset struct {
+	ID, Name, Help string
+	Params         []Param
+}
+
+// Param is one tracker parameter.
+type Param struct{ Name, Macro, Help string }
+
+// Preview is the postback URL a sample conversion would produce.
+type Preview struct {
+	Segments []Segment
+	Error    string
+	Empty    bool
+}
+
+// Segment is literal text or a macro's encoded value.
+type Segment struct {
+	Text    string
+	Macro   string
+	Known   bool
+	Missing bool
+}
+
+// Created is the page after creating an endpoint: the secret, once.
+type Created struct {
+	EndpointID int64
+	Name       string
+	Partner    string
+	Kind       string
+	Secret     string
+	Template   string
+}
+
+func (f Form) action() string {
+	if f.EndpointID != 0 {
+		return "/endpoints/" + strconv.FormatInt(f.EndpointID, 10) + "/edit"
+	}
+	return "/partners/" + strconv.FormatInt(f.PartnerID, 10) + "/endpoints"
+}
+
+func (f Form) newURL(kind, preset string) string {
+	u := "/partners/" + strconv.FormatInt(f.PartnerID, 10) + "/endpoints/new?kind=" + kind
+	if preset != "" {
+		u += "&preset=" + preset
+	}
+	return u
+}
+
+func (f Form) selectedPreset() *Preset {
+	for i := range f.Presets {
+		if f.Presets[i].ID == f.Preset {
+			return &f.Presets[i]
+		}
+	}
+	return nil
+}
+
+func (f Form) field(id, name, label, typ, value, help string, required bool) components.FieldData {
+	return components.FieldData{ID: id, Name: name, Label: label, Type: typ, Value: value, Help: help, Required: required, Error: f.Errors[name]}
+}
+
+func segmentClass(s Segment) string {
+	switch {
+	case s.Macro == "":
+		return "lit"
+	case s.Missing && !s.Known:
+		return "macro macro-unknown"
+	case s.Missing:
+		return "macro macro-missing"
+	}
+	return "macro"
+}
+
+func segmentTitle(s Segment) string {
+	switch {
+	case s.Macro == "":
+		return ""
+	case s.Missing && !s.Known:
+		return "{" + s.Macro + "}: not a built-in and not in the sample conversion; check the spelling, or make sure your events carry this field"
+	case s.Missing:
+		return "{" + s.Macro + "}: present but not a plain value (null, object or array)"
+	}
+	return "{" + s.Macro + "}"
+}
+
+func errorList(m map[string]string) []string {
+	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
+		"max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
+	var out []string
+	for _, k := range order {
+		if v, ok := m[k]; ok {
+			out = append(out, labels[k]+": "+v)
+		}
+	}
+	return out
+}
+
+var labels = map[string]string{
+	"name": "Name", "kind": "Kind", "url": "URL", "method": "Method", "event_types": "Event types",
+	"headers": "Custom headers", "success_body_contains": "Success body", "max_attempts": "Max attempts",
+	"timeout_ms": "Timeout", "rate_per_sec": "Rate limit", "burst": "Burst", "max_in_flight": "In flight",
+	"failure_threshold": "Breaker threshold", "partner_id": "Partner",
+}

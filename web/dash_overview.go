@@ -1,0 +1,172 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
+	"github.com/hookline/hookline/views/layout"
+	"github.com/hookline/hookline/views/overview"
+	"github.com/hookline/hookline/worker/latency"
+)
+
+// overviewPage: GET /
+func (s *Server) overviewPage(c echo.Context) error {
+	l, err := s.overviewLive(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, overview.Page(s.meta(c, "Overview", layout.NavOverview), l))
+}
+
+// overviewLiveFragment: GET /overview/live
+func (s *Server) overviewLiveFragment(c echo.Context) error {
+	l, err := s.overviewLive(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, overview.LiveFragment(l))
+}
+
+func (s *Server) overviewLive(ctx context.Context) (overview.Live, error) {
+	st, err := s.pipelineStats(ctx)
+	if err != nil {
+		return overview.Live{}, err
+	}
+	chart, err := s.pipelineChart(ctx)
+	if err != nil {
+		return overview.Live{}, err
+	}
+	now := s.now()
+	l := overview.Live{Now: now, Chart: chart}
+	oldest := time.Duration(st.OldestPendingSeconds * float64(time.Second))
+	l.Tiles = []components.TileData{
+		{ID: "tile-pending", Label: "Pending", Value: components.Count(st.Pending), Hint: "waiting for their first attempt", Tone: components.ToneInfo},
+		{ID: "tile-retry", Label: "Awaiting retry", Value: components.Count(st.AwaitingRetry), Hint: "failed, backing off", Tone: toneIf(st.AwaitingRetry > 0, components.ToneWarn, components.ToneInfo)},
+		{ID: "tile-in-flight", Label: "In flight", Value: components.Count(st.InFlight), Hint: "being sent now", Tone: components.ToneInfo},
+		{ID: "tile-dead", Label: "Dead letters", Value: components.Count(st.Dead), Hint: fmt.Sprintf("%s in the last hour", components.Count(st.DeadLastHour)), Tone: toneIf(st.DeadLastHour > 0, components.ToneCritical, components.ToneMuted), Href: "/dead-letters"},
+		{ID: "tile-delivered", Label: "Delivered, last hour", Value: components.Count(st.DeliveredLastHour), Tone: components.ToneOK},
+		{ID: "tile-failed", Label: "Failed attempts, last hour", Value: components.Count(st.FailedLastHour), Tone: toneIf(st.FailedLastHour > 0, components.ToneWarn, components.ToneMuted)},
+		{ID: "tile-oldest", Label: "Oldest pending", Value: ageText(oldest), Hint: "alert above 30 min", Tone: toneIf(oldest > oldestPendingAlert, components.ToneCritical, toneIf(oldest > 5*time.Minute, components.ToneWarn, components.ToneOK))},
+		{ID: "tile-avg", Label: "Average attempt, last hour", Value: components.Ms(st.AvgDeliveryMsHour), Tone: components.ToneInfo},
+	}
+	for _, a := range st.Alerts {
+		l.Alerts = append(l.Alerts, alertView(a))
+	}
+	l.Quiet = st.Pending+st.AwaitingRetry+st.InFlight+st.Dead+st.DeliveredLastHour+st.FailedLastHour == 0
+	return l, nil
+}
+
+func toneIf(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+func ageText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "none"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%.1f h", d.Hours())
+}
+
+// alertView turns an API alert into a banner linking to the endpoints it
+// names.
+func alertView(a alert) components.AlertData {
+	v := components.AlertData{Tone: a.Severity, Message: a.Message}
+	switch a.Kind {
+	case "dead_letters_rising":
+		v.Title = "Dead letters are rising"
+		v.Links = append(v.Links, components.Link{Label: "Open the dead letters", Href: "/dead-letters"})
+	case "oldest_pending":
+		v.Title = "Delivery is late"
+		v.Links = append(v.Links, components.Link{Label: "Endpoints by queue", Href: "/endpoints?sort=queue"})
+	case "slow_endpoints":
+		v.Title = "Endpoints are getting slower"
+		v.Links = append(v.Links, components.Link{Label: "All slow endpoints", Href: "/endpoints?show=slow&sort=p95"})
+	}
+	for i, e := range a.Endpoints {
+		if i == 5 {
+			break
+		}
+		label := e.Name
+		switch {
+		case e.Dead > 0:
+			label += fmt.Sprintf(" (%d dead)", e.Dead)
+		case e.RecentP95Ms != nil || e.P95Ms != nil:
+			label += " (P95 " + components.Ms(max(deref0(e.RecentP95Ms), deref0(e.P95Ms))) + ")"
+		}
+		v.Links = append(v.Links, components.Link{Label: label, Href: "/endpoints/" + strconv.FormatInt(e.ID, 10)})
+	}
+	return v
+}
+
+func deref0(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// pipelineChart merges every endpoint's 15-minute histograms of the last 6
+// hours slot by slot (percentiles of the whole pipeline, from buckets, never
+// averaged). Cached for 15 s: every open overview refreshes every 5 s.
+func (s *Server) pipelineChart(ctx context.Context) (components.ChartData, error) {
+	s.chartMu.Lock()
+	defer s.chartMu.Unlock()
+	now := s.now()
+	if now.Sub(s.chartAt) < 15*time.Second && s.chart.Step > 0 {
+		return s.chart, nil
+	}
+	const step = 15 * time.Minute
+	const slots = 24
+	start := now.UTC().Truncate(step).Add(-(slots - 1) * step)
+	rows, err := s.q.LatencySince(ctx, db.LatencySinceParams{ResolutionSeconds: 900, Since: start})
+	if err != nil {
+		return components.ChartData{}, err
+	}
+	merged := map[time.Time]*latency.Histogram{}
+	var scratch latency.Histogram
+	for _, r := range rows {
+		if err := scratch.UnmarshalBinary(r.Buckets); err != nil {
+			continue
+		}
+		k := r.BucketStart.UTC()
+		if merged[k] == nil {
+			merged[k] = &latency.Histogram{}
+		}
+		merged[k].Merge(&scratch)
+	}
+	c := components.ChartData{Label: "All endpoints", Start: start, Step: step, Now: now, Points: make([]components.SparkPoint, slots)}
+	for i := range slots {
+		h := merged[start.Add(time.Duration(i)*step)]
+		if h == nil || h.Count() == 0 {
+			continue
+		}
+		c.Points[i] = components.SparkPoint{P50: ms(h.Quantile(0.5)), P95: ms(h.Quantile(0.95)), P99: ms(h.Quantile(0.99)), Count: int(h.Count())}
+	}
+	s.chart, s.chartAt = c, now
+	return c, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// chartCache is the overview chart's short cache.
+type chartCache struct {
+	chartMu sync.Mutex
+	chart   components.ChartData
+	chartAt time.Time
+}

@@ -1,0 +1,198 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+func TestEndpointsPage(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	fast := env.createEndpoint(map[string]any{"partner_id": pid, "name": "fast", "kind": "webhook", "url": "https://fast.example/"}).ID
+	slow := env.createEndpoint(map[string]any{"partner_id": pid, "name": "slow", "kind": "postback", "url": "https://t.example/pb?cid={click_id}"}).ID
+	ctx := context.Background()
+	// Cached health as the worker leaves it: a sparkline for both, slow's
+	// breaker open and its recent P95 critical.
+	spark := func(ms float32) string {
+		vals := make([]string, 96)
+		for i := range vals {
+			vals[i] = fmt.Sprint(ms)
+		}
+		return "{" + strings.Join(vals, ",") + "}"
+	}
+	counts := "{" + strings.Repeat("5,", 95) + "5}"
+	env.pool.Exec(ctx, `UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
+		spark_count = $3, p50_ms = 40, p95_ms = 80, p99_ms = 120, sample_count = 480, ok_count = 470 WHERE endpoint_id = $1`, fast, spark(80), counts)
+	env.pool.Exec(ctx, `UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
+		spark_count = $3, p95_ms = 900, sample_count = 480, ok_count = 400, recent_p95_ms = 6100, recent_sample_count = 30,
+		state = 'open', opened_at = now(), consecutive_failures = 10 WHERE endpoint_id = $1`, slow, spark(900), counts)
+	b := env.signIn(base, "v@example.com", "viewer")
+	_, doc := b.get("/endpoints")
+	rows := testid(doc, "endpoint-row")
+	if rows.Length() != 2 {
+		t.Fatalf("%d rows", rows.Length())
+	}
+	row := func(id int64) string { return fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"]`, id) }
+	if n := doc.Find(row(fast) + ` [data-testid=sparkline]`).Length(); n != 3 {
+		t.Fatalf("fast has %d sparklines, want 3 (P50, P95, P99)", n)
+	}
+	if title := doc.Find(row(fast) + ` [data-testid=sparkline] title`).First().Text(); !strings.Contains(title, "ms") {
+		t.Fatalf("sparkline title %q", title)
+	}
+	if s, _ := doc.Find(row(fast) + ` [data-testid=breaker-badge]`).Attr("data-state"); s != "closed" {
+		t.Fatalf("fast breaker %q", s)
+	}
+	if s, _ := doc.Find(row(slow) + ` [data-testid=breaker-badge]`).Attr("data-state"); s != "open" {
+		t.Fatalf("slow breaker %q", s)
+	}
+	if !strings.Contains(doc.Find(row(slow)).Text(), "critical") {
+		t.Fatal("slow endpoint not flagged critical")
+	}
+	if strings.Contains(doc.Find(row(slow)).Text(), "cid=") {
+		t.Fatal("the table shows a postback's query")
+	}
+	t.Run("filter and sort", func(t *testing.T) {
+		_, doc := b.get("/endpoints/table?show=open")
+		if testid(doc, "endpoint-row").Length() != 1 {
+			t.Fatal("open filter")
+		}
+		_, doc = b.get("/endpoints/table?sort=p95")
+		if id, _ := testid(doc, "endpoint-row").First().Attr("data-endpoint-id"); id != fmt.Sprint(slow) {
+			t.Fatal("sort by P95 does not put the slow endpoint first")
+		}
+		_, doc = b.get("/endpoints/table?q=fas")
+		if testid(doc, "endpoint-row").Length() != 1 {
+			t.Fatal("search")
+		}
+	})
+}
+
+func TestEndpointPageActions(t *testing.T) {
+	env := newEnv(t, allowLoopback)
+	base := env.server()
+	var got http.Header
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		io.WriteString(w, "ok")
+	}))
+	defer rcv.Close()
+	pid := env.createPartner("Acme")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": rcv.URL + "/in"})
+	op := env.signIn(base, "op@example.com", "operator")
+	path := fmt.Sprintf("/endpoints/%d", ep.ID)
+	_, doc := op.get(path)
+	if testid(doc, "endpoint-health").Length() != 1 || testid(doc, "secret-row").Length() != 1 || testid(doc, "test-fire-button").Length() != 1 {
+		t.Fatal("endpoint page is missing panels")
+	}
+	t.Run("test fire", func(t *testing.T) {
+		_, doc := op.htmx(http.MethodPost, path+"/test", url.Values{})
+		if !strings.Contains(testid(doc, "test-result-view").Text(), "200") || testid(doc, "test-latency").Text() == "" {
+			t.Fatalf("test fire result: %s", doc.Text())
+		}
+		if !strings.Contains(testid(doc, "ssrf-verdict").Text(), "127.0.0.1") || !strings.Contains(testid(doc, "ssrf-verdict").Text(), "allowed") {
+			t.Fatalf("verdict: %s", testid(doc, "ssrf-verdict").Text())
+		}
+		if got.Get("webhook-signature") == "" {
+			t.Fatal("test fire not signed")
+		}
+	})
+	t.Run("rotate shows the secret once", func(t *testing.T) {
+		_, doc := op.htmx(http.MethodPost, path+"/rotate", url.Values{"overlap": {"3600"}})
+		secret := testid(doc, "new-secret").Find("code, pre, input").Text()
+		if secret == "" {
+			v, _ := testid(doc, "new-secret").Find("input").Attr("value")
+			secret = v
+		}
+		if !strings.Contains(testid(doc, "new-secret").Text()+secret, "whsec_") {
+			t.Fatalf("no new secret shown: %s", testid(doc, "new-secret").Text())
+		}
+		if testid(doc, "secret-row").Length() != 2 {
+			t.Fatal("two secrets expected during the overlap")
+		}
+		_, doc = op.get(path)
+		if strings.Contains(doc.Text(), "whsec_") {
+			t.Fatal("the secret is shown again on reload")
+		}
+	})
+	t.Run("pause and resume", func(t *testing.T) {
+		_, doc := op.htmx(http.MethodPost, path+"/pause", url.Values{})
+		if s, _ := testid(doc, "breaker-badge").Attr("data-state"); s != "paused" {
+			t.Fatalf("after pause: %q", s)
+		}
+		_, doc = op.htmx(http.MethodPost, path+"/resume", url.Values{})
+		if s, _ := testid(doc, "breaker-badge").Attr("data-state"); s != "closed" {
+			t.Fatalf("after resume: %q", s)
+		}
+	})
+	_, doc = op.get("/audit")
+	actions := map[string]bool{}
+	doc.Find(`[data-testid=audit-row]`).Each(func(_ int, s *goquery.Selection) { a, _ := s.Attr("data-action"); actions[a] = true })
+	for _, a := range []string{"endpoint.test_fire", "endpoint.rotate_secret", "endpoint.pause", "endpoint.resume", "endpoint.create"} {
+		if !actions[a] {
+			t.Errorf("audit log lacks %s", a)
+		}
+	}
+}
+
+func TestDeadLettersPageReplay(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "crm", "kind": "webhook", "url": "https://crm.example/"})
+	env.seedDead(ep.ID, "http_status", 401, "5", times(time.Now().Add(-time.Hour), 3, time.Minute)...)
+	op := env.signIn(base, "op@example.com", "operator")
+	_, doc := op.get("/dead-letters")
+	row := testid(doc, "cluster-row")
+	if p, _ := row.Attr("data-pattern"); p != "credentials" || testid(doc, "cluster-count").Text() != "3" {
+		t.Fatalf("cluster %q %q", p, testid(doc, "cluster-count").Text())
+	}
+	key, _ := row.Attr("data-cluster")
+	_, doc = op.get("/dead-letters/cluster?key=" + url.QueryEscape(key) + "&hours=24")
+	if testid(doc, "dead-delivery").Length() != 3 {
+		t.Fatal("expanding the cluster")
+	}
+	_, doc = op.htmx(http.MethodPost, "/dead-letters/replay", url.Values{"cluster": {key}, "hours": {"24"}})
+	if testid(doc, "replay-requeued").Text() != "3 re-queued" {
+		t.Fatalf("replay answer: %s", doc.Text())
+	}
+	next, _ := testid(doc, "replay-progress").Attr("hx-get")
+	// The worker delivers them (simulated here): the progress follows.
+	env.pool.Exec(context.Background(), "UPDATE deliveries SET status = 'delivered', delivered_at = now() WHERE endpoint_id = $1", ep.ID)
+	_, doc = op.get(next)
+	if w, _ := testid(doc, "replay-progress").Attr("data-waiting"); w != "0" || testid(doc, "replay-delivered").Text() != "3 delivered" {
+		t.Fatalf("progress: %s", doc.Text())
+	}
+	if _, ok := testid(doc, "replay-progress").Attr("hx-get"); ok {
+		t.Fatal("progress keeps polling after everything is delivered")
+	}
+}
+
+func TestOverviewPage(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	b := env.signIn(base, "v@example.com", "viewer")
+	_, doc := b.get("/")
+	if testid(doc, "tile").Length() != 8 || testid(doc, "empty-state").Length() != 1 {
+		t.Fatalf("quiet overview: %d tiles", testid(doc, "tile").Length())
+	}
+	pid := env.createPartner("Acme")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
+	env.seedDead(ep.ID, "http_status", 500, "", time.Now().Add(-time.Minute))
+	_, doc = b.get("/overview/live")
+	if testid(doc, "alert").Length() != 1 || !strings.Contains(testid(doc, "alerts").Text(), "Dead letters are rising") {
+		t.Fatalf("alerts: %s", testid(doc, "alerts").Text())
+	}
+	if href, _ := testid(doc, "alerts").Find(fmt.Sprintf(`a[href="/endpoints/%d"]`, ep.ID)).Attr("href"); href == "" {
+		t.Fatal("the alert does not link to the endpoint")
+	}
+}

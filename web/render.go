@@ -1,0 +1,48 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/views/layout"
+)
+
+// render writes a templ component: rendered into a buffer first, so a
+// render error becomes a proper error page instead of half a 200.
+func (s *Server) render(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// meta is the page shell's view model for the request's user.
+func (s *Server) meta(c echo.Context, title, nav string) layout.PageMeta {
+	p := principalOf(c)
+	m := layout.PageMeta{Title: title, Nav: nav, Version: s.cfg.Version, User: p.layoutUser()}
+	if p != nil {
+		m.CSRFToken = p.CSRF
+	}
+	m.Flashes = s.takeFlashes(c)
+	return m
+}
+
+// isHTMX reports whether the request came from htmx (a fragment is wanted).
+func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// redirectAfterPost answers a successful form post: a 303 to target, or for
+// htmx an HX-Location so the page navigates the same way.
+func redirectAfterPost(c echo.Context, target string) error {
+	if isHTMX(c) {
+		c.Response().Header().Set("HX-Location", target)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, target)
+}
