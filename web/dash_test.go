@@ -92,7 +92,7 @@ func TestLogin(t *testing.T) {
 		for range 7 {
 			_, doc := b.get("/login")
 			token, _ := doc.Find(`input[name=login_token]`).Attr("value")
-			res, _ := b.postForm("/login", url.Values{"login_token": {token}, "email": {"victim@example.com"}, "password": {"guess guess guess"}})
+			res, _ := b.postForm("/login", url.Values{"login_token": {token}, "email": {"ops@example.com"}, "password": {"guess guess guess"}})
 			last = res.StatusCode
 		}
 		if last != http.StatusTooManyRequests {
