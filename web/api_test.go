@@ -190,7 +190,7 @@ func TestAPIEndpoints(t *testing.T) {
 	})
 }
 
-func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
+func countRows(t testing.TB, pool *pgxpool.Pool, table string) int {
 	t.Helper()
 	var n int
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {

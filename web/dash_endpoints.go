@@ -170,20 +170,27 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead int64, now time.Tim
 	return row
 }
 
-// sparkSeries turns the cached 96-slot arrays into series with gaps (-1)
-// where a slot had no attempts.
+// sparkSeries turns the cached 96 slots of 15 minutes into 48 points of 30
+// minutes for the table's small sparklines (120 px wide: a point every
+// 2.5 px; a thousand rows stay light), each the worse of its two slots,
+// with gaps (-1) where no attempt was made.
 func sparkSeries(h db.EndpointHealth) (p50, p95, p99 []float64) {
 	n := len(h.SparkCount)
-	if n == 0 || len(h.SparkP50) != n || len(h.SparkP95) != n || len(h.SparkP99) != n {
+	if n == 0 || n%2 != 0 || len(h.SparkP50) != n || len(h.SparkP95) != n || len(h.SparkP99) != n {
 		return nil, nil, nil
 	}
-	p50, p95, p99 = make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range n {
-		if h.SparkCount[i] == 0 {
-			p50[i], p95[i], p99[i] = -1, -1, -1
-			continue
+	m := n / 2
+	p50, p95, p99 = make([]float64, m), make([]float64, m), make([]float64, m)
+	for i := range m {
+		p50[i], p95[i], p99[i] = -1, -1, -1
+		for _, j := range []int{2 * i, 2*i + 1} {
+			if h.SparkCount[j] == 0 {
+				continue
+			}
+			p50[i] = max(p50[i], float64(h.SparkP50[j]))
+			p95[i] = max(p95[i], float64(h.SparkP95[j]))
+			p99[i] = max(p99[i], float64(h.SparkP99[j]))
 		}
-		p50[i], p95[i], p99[i] = float64(h.SparkP50[i]), float64(h.SparkP95[i]), float64(h.SparkP99[i])
 	}
 	return p50, p95, p99
 }

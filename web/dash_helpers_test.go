@@ -20,7 +20,7 @@ import (
 // browser is a cookie-keeping client of a running test server, signed in
 // as one user.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	client *http.Client
 	csrf   string
@@ -57,7 +57,7 @@ func (e *testEnv) signIn(base, email, role string) *browser {
 	return b
 }
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t testing.TB, base string) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, client: &http.Client{Jar: jar}}
 }

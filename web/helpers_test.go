@@ -20,7 +20,7 @@ import (
 
 // testEnv is a Server on a fresh database with one API key.
 type testEnv struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *Server
 	pool *pgxpool.Pool
 	key  string
@@ -28,7 +28,7 @@ type testEnv struct {
 
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
-func newEnv(t *testing.T, mods ...func(*Config)) *testEnv {
+func newEnv(t testing.TB, mods ...func(*Config)) *testEnv {
 	t.Helper()
 	pool := dbtest.Pool(t)
 	return newEnvWithPool(t, pool, mods...)
@@ -39,7 +39,7 @@ func allowLoopback(c *Config) {
 	c.Guard = ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 }
 
-func newEnvWithPool(t *testing.T, pool *pgxpool.Pool, mods ...func(*Config)) *testEnv {
+func newEnvWithPool(t testing.TB, pool *pgxpool.Pool, mods ...func(*Config)) *testEnv {
 	t.Helper()
 	cfg := Config{
 		Pool:         pool,
@@ -109,14 +109,14 @@ func (e *testEnv) do(method, path string, body any, headers ...string) *httptest
 }
 
 // mustStatus fails unless the response has the status, showing the body.
-func mustStatus(t *testing.T, rec *httptest.ResponseRecorder, want int) {
+func mustStatus(t testing.TB, rec *httptest.ResponseRecorder, want int) {
 	t.Helper()
 	if rec.Code != want {
 		t.Fatalf("status = %d, want %d; body: %s", rec.Code, want, rec.Body.String())
 	}
 }
 
-func decodeBody[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+func decodeBody[T any](t testing.TB, rec *httptest.ResponseRecorder) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
@@ -134,7 +134,7 @@ type errorBody struct {
 }
 
 // mustError checks status, and the error's field when field is not "".
-func mustError(t *testing.T, rec *httptest.ResponseRecorder, status int, field string) errorBody {
+func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, field string) errorBody {
 	t.Helper()
 	mustStatus(t, rec, status)
 	eb := decodeBody[errorBody](t, rec)

@@ -56,7 +56,7 @@ func firstY(t *testing.T, d string) float64 {
 		t.Fatalf("path %q has no point", d)
 	}
 	ys := f[1]
-	if i := strings.IndexAny(ys, "LMh"); i >= 0 {
+	if i := strings.IndexAny(ys, "LMlh"); i >= 0 {
 		ys = ys[:i]
 	}
 	y, err := strconv.ParseFloat(ys, 64)
@@ -124,7 +124,7 @@ func TestSparkline(t *testing.T) {
 		if got := attr(t, p95, "data-segments"); got != "3" {
 			t.Errorf("data-segments = %s, want 3", got)
 		}
-		if !strings.Contains(d, "h0.1") {
+		if !strings.Contains(d, "h.1") {
 			t.Errorf("path %q: a lone value must still be drawn as a dot", d)
 		}
 	})

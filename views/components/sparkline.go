@@ -94,13 +94,25 @@ func sparkScale(maxMs float64, height int) logScale {
 }
 
 // num formats an SVG coordinate with one decimal and no trailing ".0", so
-// the output is compact and byte-for-byte deterministic.
+// the output is compact and byte-for-byte deterministic. It works in whole
+// tenths with integer formatting: the endpoints table formats a few hundred
+// thousand of these per render.
 func num(v float64) string {
-	r := math.Round(v*10) / 10
-	if r == 0 {
-		r = 0 // no "-0"
+	var buf [24]byte
+	return string(appendNum(buf[:0], v))
+}
+
+func appendNum(b []byte, v float64) []byte {
+	t := int64(math.Round(v * 10))
+	if t < 0 {
+		b = append(b, '-')
+		t = -t
 	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
+	b = strconv.AppendInt(b, t/10, 10)
+	if d := t % 10; d != 0 {
+		b = append(b, '.', byte('0'+d))
+	}
+	return b
 }
 
 // series is one polyline of a chart with its gaps, as SVG path data.
@@ -144,33 +156,66 @@ func seriesStyle(name string) (stroke, width, dash string, ok bool) {
 
 // buildPath draws values at xs, breaking the line wherever ok is false. A
 // value with no neighbour would be an invisible one-point subpath, so it gets
-// a tiny horizontal stroke that the round line cap turns into a dot.
+// a tiny horizontal stroke that the round line cap turns into a dot. Points
+// after a subpath's first are relative ("l" and implicit repeats, leading
+// zeros dropped): a table of a thousand endpoints draws three thousand of
+// these, so every byte counts.
 func buildPath(xs, ys []float64, ok []bool) (string, int) {
 	var b strings.Builder
+	b.Grow(len(xs) * 8)
 	segments := 0
+	var px, py float64
 	for i := range xs {
 		if !ok[i] {
 			continue
 		}
+		x, y := round1(xs[i]), round1(ys[i])
 		prev := i > 0 && ok[i-1]
 		next := i+1 < len(xs) && ok[i+1]
-		if b.Len() > 0 && !prev {
+		switch {
+		case !prev:
+			b.WriteByte('M')
+			b.WriteString(num(x))
 			b.WriteByte(' ')
-		}
-		if prev {
-			b.WriteString("L")
-		} else {
-			b.WriteString("M")
+			b.WriteString(num(y))
 			segments++
+			if !next {
+				b.WriteString("h.1")
+			}
+		case !ok[i-1] || i-1 < 0:
+		default:
+			if i >= 2 && ok[i-2] {
+				// continuing an "l" run: implicit repeat
+				writeRel(&b, x-px, true)
+			} else {
+				b.WriteByte('l')
+				writeRel(&b, x-px, false)
+			}
+			writeRel(&b, y-py, true)
 		}
-		b.WriteString(num(xs[i]))
-		b.WriteByte(' ')
-		b.WriteString(num(ys[i]))
-		if !prev && !next {
-			b.WriteString("h0.1")
-		}
+		px, py = x, y
 	}
 	return b.String(), segments
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// writeRel appends a coordinate with a leading zero dropped (".5", "-.5"),
+// separated from the previous one by a space unless its sign does it.
+func writeRel(b *strings.Builder, v float64, sep bool) {
+	var buf [24]byte
+	t := appendNum(buf[:0], v)
+	switch {
+	case len(t) > 1 && t[0] == '0' && t[1] == '.':
+		t = t[1:]
+	case len(t) > 2 && t[0] == '-' && t[1] == '0' && t[2] == '.':
+		t[1] = '-'
+		t = t[1:]
+	}
+	if sep && t[0] != '-' {
+		b.WriteByte(' ')
+	}
+	b.Write(t)
 }
 
 func newSeries(name string, xs []float64, vals []float64, ok []bool, sc logScale, dot bool) series {
