@@ -86,4 +86,3 @@ func BenchmarkEndpointQueries(b *testing.B) {
 		}
 	}
 }
-
