@@ -10,6 +10,7 @@
 //	hookline migrate                 apply migrations and exit
 //	hookline apikey create --name N  print a new API key (last line)
 //	hookline user add --email E --role admin|operator|viewer [--password-stdin]
+//	hookline demo                    embedded database, sample partners, simulated receivers
 //	hookline bench                   delivery throughput against the loopback ceiling
 //	hookline db url|start|stop       the embedded PostgreSQL alone
 package main
@@ -40,12 +41,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/embedded"
 	"github.com/hookline/hookline/db/migrations"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/web/demo"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/bench"
+	"github.com/hookline/hookline/worker/simulate"
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
@@ -97,6 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return userCommand(ctx, cfg, log, args, stdin, stdout)
 	case "db":
 		return dbCommand(ctx, cfg, log, args, stdout)
+	case "demo":
+		return demoCommand(ctx, cfg, log, args, stdout)
 	case "bench":
 		return benchCommand(ctx, cfg, log, args, stdout)
 	case "version":
@@ -119,6 +125,7 @@ commands:
   migrate                apply database migrations and exit
   apikey create --name N create an API key and print it (last line of output)
   user add --email E --role admin|operator|viewer [--password-stdin]
+  demo                   run with sample partners, simulated receivers and live traffic
   bench                  measure delivery throughput (see README)
   db url|start|stop      manage the embedded PostgreSQL alone
   version                print the version
@@ -268,7 +275,9 @@ func resolveKeys(cfg *config) error {
 		if *k.dst != nil {
 			continue
 		}
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		// 0711: the embedded PostgreSQL runs as another user when we are root and
+		// must pass through; the key files themselves are 0600.
+		if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 			return fmt.Errorf("data directory: %w", err)
 		}
 		key, err := loadOrCreateKey(filepath.Join(cfg.DataDir, k.file))
@@ -390,72 +399,98 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 		return err
 	}
 	defer closeDB()
-	guard := ssrf.New(cfg.AllowNetworks)
+	a := newApp(cfg, log, pool, ssrf.New(cfg.AllowNetworks))
 	if runWeb {
 		hintFirstSteps(ctx, pool, log)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g, gctx := errgroup.WithContext(ctx)
 	if runWorker {
-		w, err := worker.New(worker.Config{
-			Pool:          pool,
-			SecretKey:     cfg.SecretKey,
-			Guard:         guard,
-			UserAgent:     "hookline/" + version,
-			Concurrency:   cfg.Concurrency,
-			ShutdownGrace: cfg.ShutdownGrace,
-			Retention:     cfg.Retention,
-			Logger:        log,
-			Metrics:       worker.NewMetrics(reg),
-		})
+		w, err := a.worker()
 		if err != nil {
 			return err
 		}
 		g.Go(func() error { return w.Run(gctx) })
 	}
 	if runWeb {
-		srv, err := web.New(web.Config{
-			Pool:         pool,
-			SecretKey:    cfg.SecretKey,
-			SessionKey:   cfg.SessionKey,
-			Guard:        guard,
-			MaxBodyBytes: cfg.MaxBodyBytes,
-			TrustProxy:   cfg.TrustProxy,
-			Version:      version,
-			Logger:       log,
-			Registry:     reg,
-		})
-		if err != nil {
+		if _, err := a.serveWeb(gctx, g); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-		}
-		log.Info("hookline listening", "addr", ln.Addr().String(), "dashboard", dashboardURL(ln.Addr()), "version", version)
-		hs := &http.Server{
-			Handler:           srv,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
-		}
-		g.Go(func() error {
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return hs.Shutdown(shutCtx)
-		})
 	}
 	err = g.Wait()
 	log.Info("hookline stopped")
 	return err
+}
+
+// app holds what the web server and the worker of one process share: the
+// pool, the SSRF guard and the metrics registry.
+type app struct {
+	cfg   config
+	log   *slog.Logger
+	pool  *pgxpool.Pool
+	guard *ssrf.Guard
+	reg   *prometheus.Registry
+}
+
+func newApp(cfg config, log *slog.Logger, pool *pgxpool.Pool, guard *ssrf.Guard) *app {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &app{cfg: cfg, log: log, pool: pool, guard: guard, reg: reg}
+}
+
+func (a *app) worker() (*worker.Worker, error) {
+	return worker.New(worker.Config{
+		Pool:          a.pool,
+		SecretKey:     a.cfg.SecretKey,
+		Guard:         a.guard,
+		UserAgent:     "hookline/" + version,
+		Concurrency:   a.cfg.Concurrency,
+		ShutdownGrace: a.cfg.ShutdownGrace,
+		Retention:     a.cfg.Retention,
+		Logger:        a.log,
+		Metrics:       worker.NewMetrics(a.reg),
+	})
+}
+
+// serveWeb listens on the configured address and serves the dashboard and
+// API in g until ctx ends; it returns the address actually listened on.
+func (a *app) serveWeb(ctx context.Context, g *errgroup.Group) (net.Addr, error) {
+	srv, err := web.New(web.Config{
+		Pool:         a.pool,
+		SecretKey:    a.cfg.SecretKey,
+		SessionKey:   a.cfg.SessionKey,
+		Guard:        a.guard,
+		MaxBodyBytes: a.cfg.MaxBodyBytes,
+		TrustProxy:   a.cfg.TrustProxy,
+		Version:      version,
+		Logger:       a.log,
+		Registry:     a.reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
+	}
+	a.log.Info("hookline listening", "addr", ln.Addr().String(), "dashboard", dashboardURL(ln.Addr()), "version", version)
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	g.Go(func() error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return hs.Shutdown(shutCtx)
+	})
+	return ln.Addr(), nil
 }
 
 // hintFirstSteps tells a new installation how to get in: with no user yet,
@@ -592,5 +627,94 @@ func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []stri
 	}
 	o.Logger = log
 	_, err := bench.Run(ctx, o, stdout)
+	return err
+}
+
+// demoCommand runs hookline on its own embedded database (DATA_DIR/demo) with
+// sample partners whose endpoints are simulated receivers on loopback (fast,
+// slowing down, failing with 500s, answering 401, rate limiting with 429,
+// flaky), 24 h of latency history, and a steady stream of events: within
+// seconds the dashboard shows live sparklines, an opening breaker,
+// dead-letter clusters and replays that work.
+func demoCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	rate := fs.Float64("rate", demo.DefaultRate, "events per second")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !cfg.embedded() {
+		return errors.New("demo: runs on its own embedded database; unset DATABASE_URL")
+	}
+	cfg.DataDir = filepath.Join(cfg.DataDir, "demo")
+	// The simulated partners listen on loopback, which the SSRF guard
+	// refuses unless allowed.
+	cfg.AllowNetworks = append(cfg.AllowNetworks, netip.MustParsePrefix("127.0.0.0/8"))
+	if err := resolveKeys(&cfg); err != nil {
+		return err
+	}
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	a := newApp(cfg, log, pool, ssrf.New(cfg.AllowNetworks))
+
+	const email = "admin@hookline.example"
+	password := account.RandomToken(12)
+	if _, _, err := account.AddUser(ctx, pool, email, account.RoleAdmin, password); err != nil {
+		var fe *account.FieldError
+		if !errors.As(err, &fe) || fe.Field != "email" {
+			return err
+		}
+		// A rerun: the admin exists; give it a fresh password to print.
+		hash, err := account.HashPassword(password)
+		if err != nil {
+			return err
+		}
+		u, err := db.New(pool).UserGetByEmail(ctx, email)
+		if err != nil {
+			return err
+		}
+		if err := db.New(pool).UserSetPassword(ctx, db.UserSetPasswordParams{ID: u.ID, PasswordHash: hash}); err != nil {
+			return err
+		}
+	}
+	key, _, err := account.CreateAPIKey(ctx, pool, "demo stream", "demo")
+	if err != nil {
+		return err
+	}
+	receivers, err := simulate.Start(demo.Receivers(*rate), 0)
+	if err != nil {
+		return err
+	}
+	defer receivers.Close()
+
+	g, gctx := errgroup.WithContext(ctx)
+	addr, err := a.serveWeb(gctx, g)
+	if err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(addr.String())
+	o := demo.Options{BaseURL: "http://127.0.0.1:" + port, APIKey: key, Receivers: receivers, Pool: pool, Rate: *rate, Logger: log, Now: time.Now}
+	endpoints, err := demo.Seed(gctx, o)
+	if err != nil {
+		return err
+	}
+	if err := demo.BackfillLatency(gctx, o, endpoints); err != nil {
+		return err
+	}
+	w, err := a.worker()
+	if err != nil {
+		return err
+	}
+	if err := w.RefreshNow(gctx); err != nil {
+		return err
+	}
+	g.Go(func() error { return w.Run(gctx) })
+	g.Go(func() error { return demo.Stream(gctx, o) })
+	fmt.Fprintf(stdout, "\nhookline demo is running: %s\nsign in as %s with password %s\nAPI key: %s\nCtrl-C stops it.\n\n",
+		dashboardURL(addr), email, password, key)
+	err = g.Wait()
+	log.Info("hookline demo stopped")
 	return err
 }

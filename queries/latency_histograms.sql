@@ -109,3 +109,31 @@ FROM endpoint_health h2
 LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id
 WHERE h.endpoint_id = h2.endpoint_id
   AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL);
+
+-- name: LatencyBackfill :execrows
+-- Writes invented history for the demo's endpoints, so sparklines have a
+-- shape the moment the demo's dashboard opens. Only slots that ended before
+-- the endpoint was created, only for an endpoint with no such slot yet, and
+-- never over a row that exists: real data is never touched.
+INSERT INTO latency_histograms
+    (endpoint_id, resolution_seconds, bucket_start, count, ok_count, fail_count, sum_ms, p50_ms, p95_ms, p99_ms, buckets)
+SELECT u.endpoint_id, u.resolution_seconds, u.bucket_start, u.count, u.ok_count, u.fail_count,
+       u.sum_ms, u.p50_ms, u.p95_ms, u.p99_ms, u.buckets
+FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
+             unnest(@resolutions::int[]) AS resolution_seconds,
+             unnest(@bucket_starts::timestamptz[]) AS bucket_start,
+             unnest(@counts::bigint[]) AS count,
+             unnest(@ok_counts::bigint[]) AS ok_count,
+             unnest(@fail_counts::bigint[]) AS fail_count,
+             unnest(@sums_ms::float8[]) AS sum_ms,
+             unnest(@p50s_ms::float8[]) AS p50_ms,
+             unnest(@p95s_ms::float8[]) AS p95_ms,
+             unnest(@p99s_ms::float8[]) AS p99_ms,
+             unnest(@buckets::bytea[]) AS buckets) u
+JOIN endpoints e ON e.id = u.endpoint_id
+WHERE u.bucket_start + make_interval(secs => u.resolution_seconds) <= e.created_at
+  AND NOT EXISTS (SELECT 1 FROM latency_histograms h
+                  WHERE h.endpoint_id = e.id
+                    AND h.bucket_start + make_interval(secs => h.resolution_seconds) <= e.created_at)
+ORDER BY u.endpoint_id, u.resolution_seconds, u.bucket_start
+ON CONFLICT DO NOTHING;

@@ -217,7 +217,7 @@ func breakerData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.B
 // once filled, and templates may carry partner keys).
 func endpointHost(e db.Endpoint) string {
 	if e.Kind == "postback" {
-		return postbackHost(e.URL)
+		return postbackHostPort(e.URL)
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil {

@@ -297,6 +297,25 @@ func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
 }
 
 func postbackHost(tmpl string) string {
+	u, err := url.Parse("http://" + postbackAuthority(tmpl))
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// postbackHostPort is the host[:port] of a template, for display.
+func postbackHostPort(tmpl string) string {
+	u, err := url.Parse("http://" + postbackAuthority(tmpl))
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// postbackAuthority cuts a template down to its authority (user info
+// removed); Parse has ensured it holds no macros.
+func postbackAuthority(tmpl string) string {
 	rest := tmpl
 	if i := strings.Index(rest, "://"); i >= 0 {
 		rest = rest[i+3:]
@@ -307,9 +326,5 @@ func postbackHost(tmpl string) string {
 	if i := strings.LastIndex(rest, "@"); i >= 0 {
 		rest = rest[i+1:]
 	}
-	u, err := url.Parse("http://" + rest)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
+	return rest
 }

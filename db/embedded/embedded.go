@@ -90,7 +90,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("embedded postgres: create data directory: %w", err)
 	}
 	// One process at a time decides whether to init, start or attach.

@@ -58,6 +58,7 @@ type Server struct {
 
 	handlers  sync.WaitGroup // requests being answered
 	served    chan struct{}  // closed when Serve has returned
+	serveErr  error          // why Serve stopped, if not Close; read after served
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -115,7 +116,7 @@ func Start(behaviors []Behavior, seed uint64) (*Server, error) {
 	go func() {
 		defer close(s.served)
 		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.closeErr = err
+			s.serveErr = err
 		}
 	}()
 	return s, nil
@@ -148,11 +149,10 @@ func (s *Server) Stats(name string) (requests, failures int64) {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		if err := s.srv.Close(); err != nil && s.closeErr == nil {
-			s.closeErr = err
-		}
+		err := s.srv.Close()
 		<-s.served
 		s.handlers.Wait()
+		s.closeErr = errors.Join(s.serveErr, err)
 	})
 	return s.closeErr
 }
