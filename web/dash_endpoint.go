@@ -291,7 +291,7 @@ func retryWindow(maxAttempts int) string {
 	d := backoff.Default().WorstCase(maxAttempts)
 	switch {
 	case d == 0:
-		return "none: one attempt"
+		return "none (a single attempt)"
 	case d < time.Hour:
 		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
 	case d < 48*time.Hour:

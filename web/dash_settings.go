@@ -24,12 +24,16 @@ func (s *Server) renderAPIKeys(c echo.Context, status int, p settings.APIKeys) e
 	if err != nil {
 		return err
 	}
+	m := s.meta(c, "API keys", layout.NavSettings)
+	if v, ok := takeOnce(&m, onceAPIKey); ok {
+		p.NewName, p.NewKey, _ = strings.Cut(v, "\x1f")
+	}
 	p.Now, p.CSRF = s.now(), principalOf(c).CSRF
 	for _, r := range rows {
 		p.Keys = append(p.Keys, settings.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedBy: r.CreatedBy,
 			CreatedAt: r.CreatedAt, LastUsed: r.LastUsedAt, Revoked: r.RevokedAt})
 	}
-	return s.render(c, status, settings.APIKeysPage(s.meta(c, "API keys", layout.NavSettings), p))
+	return s.render(c, status, settings.APIKeysPage(m, p))
 }
 
 // apiKeyCreate: POST /settings/api-keys (admin) — the key is in this
@@ -53,7 +57,10 @@ func (s *Server) apiKeyCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.renderAPIKeys(c, http.StatusCreated, settings.APIKeys{NewKey: key, NewName: row.Name})
+	// Post/redirect/get, so a reload cannot create a second key; the key
+	// rides in the encrypted one-time cookie and is shown once.
+	s.addFlash(c, onceAPIKey, row.Name+"\x1f"+key)
+	return redirectAfterPost(c, "/settings/api-keys")
 }
 
 // apiKeyRevoke: POST /settings/api-keys/:id/revoke (admin)
@@ -92,11 +99,15 @@ func (s *Server) renderUsers(c echo.Context, status int, p settings.Users) error
 		return err
 	}
 	me := principalOf(c)
+	m := s.meta(c, "Users", layout.NavSettings)
+	if v, ok := takeOnce(&m, onceUserPassword); ok {
+		p.NewEmail, p.NewPassword, _ = strings.Cut(v, "\x1f")
+	}
 	p.Now, p.CSRF = s.now(), me.CSRF
 	for _, u := range rows {
 		p.Users = append(p.Users, settings.User{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.DisabledAt != nil, LastLogin: u.LastLoginAt, Self: u.ID == me.UserID})
 	}
-	return s.render(c, status, settings.UsersPage(s.meta(c, "Users", layout.NavSettings), p))
+	return s.render(c, status, settings.UsersPage(m, p))
 }
 
 // userAdd: POST /settings/users (admin)
@@ -120,12 +131,12 @@ func (s *Server) userAdd(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := settings.Users{Role: account.RoleOperator, NewEmail: u.Email, NewPassword: generated}
 	if generated == "" {
 		s.addFlash(c, layout.FlashSuccess, u.Email+" added.")
-		return redirectAfterPost(c, "/settings/users")
+	} else {
+		s.addFlash(c, onceUserPassword, u.Email+"\x1f"+generated)
 	}
-	return s.renderUsers(c, http.StatusCreated, p)
+	return redirectAfterPost(c, "/settings/users")
 }
 
 // errLastAdmin protects the installation from locking itself out.
@@ -208,4 +219,22 @@ func (s *Server) changeUser(c echo.Context, action string, change func(*db.Queri
 	}
 	s.addFlash(c, layout.FlashSuccess, "User updated.")
 	return redirectAfterPost(c, "/settings/users")
+}
+
+// One-time values (a new API key, a generated password) travel from a POST
+// to the page after its redirect in the encrypted flash cookie, and are
+// taken out of the page's flashes to be shown in their own box.
+const (
+	onceAPIKey       = "once_api_key"
+	onceUserPassword = "once_user_password"
+)
+
+func takeOnce(m *layout.PageMeta, kind string) (string, bool) {
+	for i, f := range m.Flashes {
+		if f.Kind == kind {
+			m.Flashes = append(m.Flashes[:i:i], m.Flashes[i+1:]...)
+			return f.Message, true
+		}
+	}
+	return "", false
 }

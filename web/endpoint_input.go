@@ -293,7 +293,13 @@ func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
 	if err := guard.CheckHost(host); err != nil {
 		return "points to a blocked destination: " + err.Error()
 	}
-	return placeholderHost(host)
+	if msg := placeholderHost(host); msg != "" {
+		return msg
+	}
+	if strings.Contains(raw, "POSTBACK-KEY") {
+		return "replace POSTBACK-KEY with the key from your tracker's postback URL"
+	}
+	return ""
 }
 
 func postbackHost(tmpl string) string {

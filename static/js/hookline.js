@@ -12,6 +12,22 @@
   // htmx requests do not post the hidden csrf_token field when they are not
   // form submissions (hx-post on a button, hx-delete, polling), so every one
   // carries the token from the page's meta tag as a header instead.
+  // A form swapped back with its errors (422) takes the focus to its error
+  // summary, so keyboard and screen-reader users land on what to fix.
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    if (!evt.detail.xhr || evt.detail.xhr.status !== 422) {
+      return;
+    }
+    var summary = evt.detail.target.querySelector(".form-errors, [role=alert]");
+    if (summary) {
+      if (!summary.hasAttribute("tabindex")) {
+        summary.setAttribute("tabindex", "-1");
+      }
+      summary.focus();
+      summary.scrollIntoView({ block: "center" });
+    }
+  });
+
   document.addEventListener("htmx:configRequest", function (evt) {
     var token = csrfToken();
     if (token) {

@@ -114,3 +114,17 @@ func money(v float64) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.FormatInt(n, 10) + " " + word + "s"
+}
+
+func attemptsText(avg float64) string {
+	if avg == float64(int64(avg)) {
+		return plural(int64(avg), "attempt") + " each"
+	}
+	return strconv.FormatFloat(avg, 'f', 1, 64) + " attempts each on average"
+}

@@ -776,7 +776,7 @@ func errorList(m map[string]string) []string {
 	var out []string
 	for _, k := range order {
 		if v, ok := m[k]; ok {
-			out = append(out, k+": "+v)
+			out = append(out, map[string]string{"name": "Name", "contact": "Contact", "notes": "Notes"}[k]+": "+v)
 		}
 	}
 	return out
