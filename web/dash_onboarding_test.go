@@ -202,3 +202,39 @@ func TestAPIKeysAndUsersSettings(t *testing.T) {
 		}
 	})
 }
+
+func TestPartnerAndUserFormRules(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	admin := env.signIn(base, "admin@example.com", "admin")
+	env.createPartner("Taken")
+	cases := []struct {
+		name, path, table, field string
+		form                     url.Values
+	}{
+		{"partner name required", "/partners", "partners", "name", url.Values{"name": {"  "}}},
+		{"partner name too long", "/partners", "partners", "name", url.Values{"name": {strings.Repeat("x", 201)}}},
+		{"partner name taken", "/partners", "partners", "name", url.Values{"name": {"taken"}}},
+		{"partner contact too long", "/partners", "partners", "contact", url.Values{"name": {"New"}, "contact": {strings.Repeat("x", 501)}}},
+		{"user email invalid", "/settings/users", "users", "email", url.Values{"email": {"nope"}, "role": {"viewer"}}},
+		{"user email taken", "/settings/users", "users", "email", url.Values{"email": {"ADMIN@example.com"}, "role": {"viewer"}}},
+		{"user role unknown", "/settings/users", "users", "role", url.Values{"email": {"x@example.com"}, "role": {"root"}}},
+		{"user password short", "/settings/users", "users", "password", url.Values{"email": {"y@example.com"}, "role": {"viewer"}, "password": {"short"}}},
+		{"api key name required", "/settings/api-keys", "api_keys", "name", url.Values{"name": {""}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := countRows(t, env.pool, tc.table)
+			res, doc := admin.postForm(tc.path, tc.form)
+			if res.StatusCode != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			if msg := strings.TrimSpace(doc.Find(fmt.Sprintf(`[name=%q]`, tc.field)).Closest(".field").Find(".field-error").Text()); msg == "" {
+				t.Fatalf("no error next to %s", tc.field)
+			}
+			if after := countRows(t, env.pool, tc.table); after != before {
+				t.Fatalf("%s changed: %d → %d", tc.table, before, after)
+			}
+		})
+	}
+}

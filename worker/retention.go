@@ -41,6 +41,14 @@ func (w *Worker) retain(ctx context.Context) error {
 			return w.q.RetentionDeleteEvents(ctx, db.RetentionDeleteEventsParams{Before: now.Add(-r.Delivered), BatchSize: retentionBatch})
 		}},
 	}
+	// Dashboard sessions expire after 8 h idle or 7 days (web); rows past
+	// that are dead weight. Swept here, the one housekeeping loop.
+	if n, err := w.q.UserSessionDeleteExpired(ctx, db.UserSessionDeleteExpiredParams{
+		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
+		return fmt.Errorf("retention of sessions: %w", err)
+	} else if n > 0 {
+		w.log.Info("retention deleted rows", "what", "expired sessions", "rows", n)
+	}
 	for _, s := range steps {
 		var total int64
 		for time.Now().Before(deadline) {
