@@ -221,10 +221,7 @@ func (s *Server) apiEndpointGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.q.EndpointGetWithHealth(c.Request().Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("endpoint")
-	}
+	r, err := s.endpointWithHealth(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,7 @@ func (s *Server) endpointPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := s.q.EndpointGetWithHealth(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("endpoint")
-	}
+	r, err := s.endpointWithHealth(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -69,10 +66,7 @@ func (s *Server) endpointHealthFragment(c echo.Context) error {
 
 func (s *Server) renderHealth(c echo.Context, id int64) error {
 	ctx := c.Request().Context()
-	r, err := s.q.EndpointGetWithHealth(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("endpoint")
-	}
+	r, err := s.endpointWithHealth(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -312,4 +306,13 @@ func derefS(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// endpointWithHealth loads an endpoint with its health, or a 404.
+func (s *Server) endpointWithHealth(ctx context.Context, id int64) (db.EndpointGetWithHealthRow, error) {
+	r, err := s.q.EndpointGetWithHealth(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, notFound("endpoint")
+	}
+	return r, err
 }
