@@ -52,7 +52,7 @@ func (w *Worker) claimLoop(ctx, sendCtx context.Context) {
 		wait := w.cfg.PollInterval
 		if failures > 0 {
 			wait = min(time.Duration(failures)*time.Second, 10*time.Second)
-		} else if w.hasCappedEndpoints() {
+		} else if w.capped.Load() {
 			// Tokens refill continuously; look again soon rather than
 			// waiting a whole poll interval.
 			wait = min(wait, 100*time.Millisecond)
@@ -73,6 +73,7 @@ func (w *Worker) claimLoop(ctx, sendCtx context.Context) {
 func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 	now := w.now()
 	ids, caps := w.limits.Snapshot(now)
+	w.capped.Store(len(ids) > 0)
 	start := time.Now()
 	var rows []claimed
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -106,11 +107,6 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 		}
 	}
 	return rows, nil
-}
-
-func (w *Worker) hasCappedEndpoints() bool {
-	ids, _ := w.limits.Snapshot(w.now())
-	return len(ids) > 0
 }
 
 // dispatch sends one claimed delivery on its own goroutine; the result goes

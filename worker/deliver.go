@@ -49,16 +49,20 @@ func (o *outcome) sent() bool {
 func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	o := outcome{d: d}
 	now := w.now()
-	req := sender.Request{
-		Method:              d.Method,
-		Header:              http.Header{},
-		Timeout:             time.Duration(d.TimeoutMs) * time.Millisecond,
-		SuccessBodyContains: d.SuccessBodyContains,
-	}
-	if err := customHeaders(req.Header, d.Headers); err != nil {
+	custom, err := w.customHeaders(d.Headers)
+	if err != nil {
 		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "stored custom headers are invalid")
 		o.finished = w.now()
 		return o
+	}
+	req := sender.Request{
+		Method:              d.Method,
+		Header:              custom.Clone(),
+		Timeout:             time.Duration(d.TimeoutMs) * time.Millisecond,
+		SuccessBodyContains: d.SuccessBodyContains,
+	}
+	if req.Header == nil {
+		req.Header = http.Header{}
 	}
 	switch d.Kind {
 	case "postback":
@@ -97,23 +101,29 @@ func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
 	return sender.Result{Outcome: oc, ErrorClass: class, Error: truncate(msg, sender.MaxError), Started: now}
 }
 
-// customHeaders copies an endpoint's stored headers; hookline's own headers
-// are set afterwards, so they cannot be overridden (validation also refuses
-// them at save time).
-func customHeaders(h http.Header, raw json.RawMessage) error {
+// customHeaders parses an endpoint's stored headers once per distinct value
+// (they change only when the endpoint is edited); callers clone the result
+// before adding hookline's own headers, which therefore cannot be
+// overridden (validation also refuses them at save time).
+func (w *Worker) customHeaders(raw json.RawMessage) (http.Header, error) {
 	if len(raw) == 0 || string(raw) == "{}" {
-		return nil
+		return nil, nil
+	}
+	if h, ok := w.headers.Load(string(raw)); ok {
+		return h.(http.Header), nil
 	}
 	var m map[string]string
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return err
+		return nil, err
 	}
+	h := http.Header{}
 	for k, v := range m {
 		if !signing.Reserved(k) {
 			h.Set(k, v)
 		}
 	}
-	return nil
+	w.headers.Store(string(raw), h)
+	return h, nil
 }
 
 // renderPostback builds a postback URL; it returns the substituted payload

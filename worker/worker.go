@@ -102,7 +102,9 @@ type Worker struct {
 	limits   *ratelimit.Registry
 	recorder *latency.Recorder
 	secrets  secretCache
-	tmpls    sync.Map // template string → *postback.Template
+	tmpls    sync.Map    // template string → *postback.Template
+	headers  sync.Map    // stored headers JSON → http.Header (parsed once, never modified)
+	capped   atomic.Bool // the last claim had rate-limited or paused endpoints
 	log      *slog.Logger
 	now      func() time.Time
 	injected bool           // Config.Now was set: SQL uses it too
