@@ -19,7 +19,6 @@ import (
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
-	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/signing"
 )
 
@@ -189,11 +188,8 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, PausedUntil: h.PausedUntil,
 		Queue: depth.Queued, Dead: depth.Dead, Now: now, CanOperate: canOperate,
 	}
-	p95, samples := h.P95Ms, h.SampleCount
-	if h.RecentSampleCount >= latency.MinSamples {
-		p95, samples = h.RecentP95Ms, h.RecentSampleCount
-	}
-	v.Threshold = int32(breaker.DefaultPolicy().EffectiveThreshold(int(e.FailureThreshold), msDuration(p95), int(samples)))
+	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
+		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
 	if h.SampleCount > 0 || h.RecentSampleCount > 0 {
 		v.Latency = string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
 	}

@@ -268,7 +268,7 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcom
 	}
 	states := make(map[int64]*healthState, len(rows))
 	for _, r := range rows {
-		states[r.EndpointID] = newHealthState(r)
+		states[r.EndpointID] = newHealthState(w.breaker, r)
 	}
 	for i := range batch {
 		o := &batch[i]
@@ -299,7 +299,7 @@ type healthState struct {
 	changed     bool
 }
 
-func newHealthState(r db.EndpointHealthLockRow) *healthState {
+func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 	s := &healthState{
 		h: breaker.Health{
 			State:               breaker.State(r.State),
@@ -321,13 +321,8 @@ func newHealthState(r db.EndpointHealthLockRow) *healthState {
 	if r.ProbeDeliveryID != nil {
 		s.probeID = *r.ProbeDeliveryID
 	}
-	// The breaker reacts to how slow the endpoint is now: the recent P95
-	// when it has enough samples, else the 24 h one.
-	p95, samples := r.P95Ms, r.SampleCount
-	if r.RecentSampleCount >= int64(breaker.DefaultMinSamples) {
-		p95, samples = r.RecentP95Ms, r.RecentSampleCount
-	}
-	s.threshold = breaker.DefaultPolicy().EffectiveThreshold(int(r.FailureThreshold), msToDuration(p95), int(samples))
+	s.threshold = p.ThresholdNow(int(r.FailureThreshold), msToDuration(r.RecentP95Ms), int(r.RecentSampleCount),
+		msToDuration(r.P95Ms), int(r.SampleCount))
 	return s
 }
 

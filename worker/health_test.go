@@ -117,7 +117,7 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := newHealthState(rows[0]).threshold; got != 5 {
+	if got := newHealthState(w.breaker, rows[0]).threshold; got != 5 {
 		t.Fatalf("effective threshold %d with a recent P95 over 5 s, want 5 (10 halved)", got)
 	}
 }

@@ -232,7 +232,7 @@ func (w *Worker) rescueBatch(ctx context.Context, now time.Time) (int, error) {
 			for _, id := range byEndpoint[h.EndpointID] {
 				if id == *h.ProbeDeliveryID {
 					// The probe was lost: that is a failed probe.
-					s := newHealthState(h)
+					s := newHealthState(w.breaker, h)
 					s.h = w.breaker.Failure(s.h, s.threshold, now)
 					s.probeID = 0
 					states[h.EndpointID] = s

@@ -144,6 +144,17 @@ func (p Policy) EffectiveThreshold(configured int, p95 time.Duration, samples in
 	return min(max(configured/2, p.MinThreshold), configured)
 }
 
+// ThresholdNow is EffectiveThreshold judged on how slow the endpoint is now:
+// its recent P95 (the last minutes) when that has MinSamples, otherwise its
+// 24 h P95. A 24 h P95 rises only after hours of slow answers, long after
+// slow sends started holding workers.
+func (p Policy) ThresholdNow(configured int, recentP95 time.Duration, recentSamples int, dayP95 time.Duration, daySamples int) int {
+	if recentSamples >= p.MinSamples {
+		return p.EffectiveThreshold(configured, recentP95, recentSamples)
+	}
+	return p.EffectiveThreshold(configured, dayP95, daySamples)
+}
+
 // Success records a delivery that succeeded at now, normal or probe: the
 // failure count and the cooldown reset, and the breaker closes.
 //

@@ -482,3 +482,27 @@ func TestOperatorActions(t *testing.T) {
 		}
 	})
 }
+
+func TestThresholdNow(t *testing.T) {
+	p := DefaultPolicy()
+	cases := []struct {
+		name    string
+		recent  time.Duration
+		recentN int
+		day     time.Duration
+		dayN    int
+		want    int
+	}{
+		{"recent slow with enough samples", 6 * time.Second, 20, 100 * time.Millisecond, 5000, 5},
+		{"recent fast wins over a slow day", 100 * time.Millisecond, 20, 6 * time.Second, 5000, 10},
+		{"too few recent samples: the day decides", 6 * time.Second, 19, 6 * time.Second, 5000, 5},
+		{"too few anywhere", 6 * time.Second, 3, 6 * time.Second, 10, 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.ThresholdNow(10, tc.recent, tc.recentN, tc.day, tc.dayN); got != tc.want {
+				t.Fatalf("ThresholdNow = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
