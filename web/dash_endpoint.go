@@ -190,9 +190,7 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 	}
 	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
 		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
-	if h.SampleCount > 0 || h.RecentSampleCount > 0 {
-		v.Latency = string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
-	}
+	v.Latency = latencyFlag(h)
 	if h.SampleCount > 0 {
 		rate := float64(h.OkCount) / float64(h.SampleCount)
 		v.SuccessRate = &rate

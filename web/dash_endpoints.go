@@ -16,7 +16,6 @@ import (
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
-	"github.com/hookline/hookline/worker/latency"
 )
 
 // endpointsPage: GET /endpoints
@@ -155,12 +154,7 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead int64, now time.Tim
 		P50: h.P50Ms, P95: h.P95Ms, P99: h.P99Ms, RecentP95: h.RecentP95Ms, Samples: h.SampleCount, Failures: h.ConsecutiveFailures,
 		Queue: queue, Dead: dead,
 	}
-	if h.SampleCount > 0 || h.RecentSampleCount > 0 {
-		row.Latency = string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
-		if h.SampleCount < latency.MinSamples && h.RecentSampleCount < latency.MinSamples {
-			row.Latency = string(latency.FlagOK)
-		}
-	}
+	row.Latency = latencyFlag(h)
 	if h.SampleCount > 0 {
 		rate := float64(h.OkCount) / float64(h.SampleCount)
 		row.SuccessRate = &rate
@@ -168,6 +162,15 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead int64, now time.Tim
 	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
 	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
 	return row
+}
+
+// latencyFlag is an endpoint's latency badge: "" without attempts, "ok"
+// with too few to judge, else the worse of its recent and 24 h flags.
+func latencyFlag(h db.EndpointHealth) string {
+	if h.SampleCount == 0 && h.RecentSampleCount == 0 {
+		return ""
+	}
+	return string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
 }
 
 // sparkSeries turns the cached 96 slots of 15 minutes into 48 points of 30

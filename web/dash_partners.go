@@ -45,9 +45,8 @@ func (s *Server) partnersPage(c echo.Context) error {
 
 func endpointBrief(r db.EndpointListWithHealthRow, dead int64, now time.Time) partners.EndpointBrief {
 	e, h := r.Endpoint, r.EndpointHealth
-	b := partners.EndpointBrief{ID: e.ID, Name: e.Name, Kind: e.Kind, Host: endpointHost(e), P95: h.P95Ms, Dead: dead}
-	row := endpointRow(r, 0, dead, now)
-	b.Breaker, b.Latency = row.Breaker, row.Latency
+	b := partners.EndpointBrief{ID: e.ID, Name: e.Name, Kind: e.Kind, Host: endpointHost(e), P95: h.P95Ms, Dead: dead,
+		Breaker: breakerData(e, h, now), Latency: latencyFlag(h)}
 	if h.SampleCount < latency.MinSamples && h.RecentSampleCount < latency.MinSamples {
 		b.Latency = ""
 	}
