@@ -103,18 +103,24 @@ func (s *Server) apiPartnerList(c echo.Context) error {
 
 // apiPartnerGet: GET /api/v1/partners/:id
 func (s *Server) apiPartnerGet(c echo.Context) error {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return err
-	}
-	p, err := s.q.PartnerGet(c.Request().Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("partner")
-	}
+	p, err := s.partnerFromPath(c)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, partnerView(p))
+}
+
+// partnerFromPath loads the partner named by the :id path parameter, or a 404.
+func (s *Server) partnerFromPath(c echo.Context) (db.Partner, error) {
+	id, err := pathID(c, "partner")
+	if err != nil {
+		return db.Partner{}, err
+	}
+	p, err := s.q.PartnerGet(c.Request().Context(), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.Partner{}, notFound("partner")
+	}
+	return p, err
 }
 
 // pathID parses the :id path parameter; a malformed id is a 404 like an

@@ -46,14 +46,7 @@ func (s *Server) endpointNew(c echo.Context) error {
 }
 
 func (s *Server) partnerForForm(c echo.Context) (db.Partner, error) {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return db.Partner{}, err
-	}
-	p, err := s.q.PartnerGet(c.Request().Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return db.Partner{}, notFound("partner")
-	}
+	p, err := s.partnerFromPath(c)
 	if err != nil {
 		return db.Partner{}, err
 	}

@@ -55,19 +55,12 @@ func endpointBrief(r db.EndpointListWithHealthRow, dead int64, now time.Time) pa
 
 // partnerPage: GET /partners/:id
 func (s *Server) partnerPage(c echo.Context) error {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return err
-	}
 	ctx := c.Request().Context()
-	p, err := s.q.PartnerGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("partner")
-	}
+	p, err := s.partnerFromPath(c)
 	if err != nil {
 		return err
 	}
-	rows, err := s.q.EndpointListWithHealth(ctx, &id)
+	rows, err := s.q.EndpointListWithHealth(ctx, &p.ID)
 	if err != nil {
 		return err
 	}
@@ -94,14 +87,7 @@ func (s *Server) partnerNew(c echo.Context) error {
 
 // partnerEdit: GET /partners/:id/edit (operator)
 func (s *Server) partnerEdit(c echo.Context) error {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return err
-	}
-	p, err := s.q.PartnerGet(c.Request().Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("partner")
-	}
+	p, err := s.partnerFromPath(c)
 	if err != nil {
 		return err
 	}
