@@ -242,9 +242,32 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
+	e, errs, err := s.editEndpoint(c.Request().Context(), id, apiKeyOf(c).actor(),
+		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+			in, err := inputFromEndpoint(cur)
+			if err != nil {
+				return in, nil, err
+			}
+			return in, nil, decodeStrict(body, &in)
+		})
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return invalidField(errs[0].Field, errs[0].Message)
+	}
+	return c.JSON(http.StatusOK, endpointView(e))
+}
+
+// editEndpoint changes an endpoint under its row lock (PATCH and the edit
+// form): build turns the stored endpoint into the new input, with any
+// problems found reading it; the whole result is validated before anything
+// is written. It returns the updated endpoint, or the problems (immutable
+// fields first, then one per field) with nothing written.
+func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build func(cur db.Endpoint) (endpointInput, []fieldError, error)) (db.Endpoint, []fieldError, error) {
 	var e db.Endpoint
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var problems []fieldError
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		cur, err := q.EndpointGetForUpdate(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -253,31 +276,43 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		in, err := inputFromEndpoint(cur)
+		in, readErrs, err := build(cur)
 		if err != nil {
 			return err
 		}
-		if err := decodeStrict(body, &in); err != nil {
-			return err
-		}
 		if in.PartnerID != cur.PartnerID {
-			return invalidField("partner_id", "cannot be changed; create a new endpoint for the other partner")
+			problems = append(problems, fieldError{"partner_id", "cannot be changed; create a new endpoint for the other partner"})
 		}
 		if in.Kind != cur.Kind {
-			return invalidField("kind", "cannot be changed; create a new endpoint of the other kind")
+			problems = append(problems, fieldError{"kind", "cannot be changed; create a new endpoint of the other kind"})
 		}
 		cfg, errs := validateEndpoint(in, s.guard)
-		if len(errs) > 0 {
-			return invalidField(errs[0].Field, errs[0].Message)
+		seen := map[string]bool{}
+		for _, fe := range append(readErrs, errs...) {
+			if !seen[fe.Field] {
+				seen[fe.Field] = true
+				problems = append(problems, fe)
+			}
 		}
-		e, err = s.updateEndpoint(ctx, q, cur, cfg, apiKeyOf(c).actor())
+		if len(problems) > 0 {
+			return errFormInvalid
+		}
+		e, err = s.updateEndpoint(ctx, q, cur, cfg, actor)
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Field != "" {
+			problems = append(problems, fieldError{ae.Field, ae.Message})
+			return errFormInvalid
+		}
 		return err
 	})
-	if err != nil {
-		return err
+	if errors.Is(err, errFormInvalid) {
+		return db.Endpoint{}, problems, nil
 	}
-	return c.JSON(http.StatusOK, endpointView(e))
+	return e, nil, err
 }
+
+// errFormInvalid rolls back an edit whose input has problems.
+var errFormInvalid = errors.New("input has errors")
 
 // updateEndpoint writes a validated configuration over cur and audits which
 // fields changed. Re-enabling clears the disabled reason.

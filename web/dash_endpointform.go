@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -242,50 +241,32 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	var f endpointform.Form
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		cur, err := q.EndpointGetForUpdate(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("endpoint")
-		}
+	_, errs, err := s.editEndpoint(ctx, id, principalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+		p, err := s.q.PartnerGet(ctx, cur.PartnerID)
 		if err != nil {
-			return err
-		}
-		p, err := q.PartnerGet(ctx, cur.PartnerID)
-		if err != nil {
-			return err
+			return endpointInput{}, nil, err
 		}
 		var in endpointInput
 		f, in = s.formOf(c, endpointform.Form{EndpointID: id, PartnerID: cur.PartnerID, PartnerName: p.Name, Kind: cur.Kind, CSRF: principalOf(c).CSRF, RetryWindow: retryWindow(int(cur.MaxAttempts))})
-		cfg, errs := validateEndpoint(in, s.guard)
-		for _, e := range errs {
-			if _, ok := f.Errors[e.Field]; !ok {
-				f.Errors[e.Field] = e.Message
-			}
+		var read []fieldError
+		for field, msg := range f.Errors {
+			read = append(read, fieldError{field, msg})
 		}
-		if len(f.Errors) > 0 {
-			return errFormInvalid
-		}
-		_, err = s.updateEndpoint(ctx, q, cur, cfg, principalOf(c).actor())
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Field != "" {
-			f.Errors[ae.Field] = ae.Message
-			return errFormInvalid
-		}
-		return err
+		return in, read, nil
 	})
-	if errors.Is(err, errFormInvalid) {
-		f.Preview = s.preview(f.URL)
-		return s.renderForm(c, f)
-	}
 	if err != nil {
 		return err
+	}
+	if len(errs) > 0 {
+		for _, e := range errs {
+			f.Errors[e.Field] = e.Message
+		}
+		f.Preview = s.preview(f.URL)
+		return s.renderForm(c, f)
 	}
 	s.addFlash(c, layout.FlashSuccess, "Endpoint saved.")
 	return redirectAfterPost(c, "/endpoints/"+strconv.FormatInt(id, 10))
 }
-
-var errFormInvalid = errors.New("form has errors")
 
 // endpointPreview: POST /endpoints/preview (htmx, as the template is typed)
 func (s *Server) endpointPreview(c echo.Context) error {
