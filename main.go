@@ -391,17 +391,13 @@ func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(con
 // serve runs the web server and/or the worker until ctx ends (SIGINT or
 // SIGTERM), then shuts both down within the grace period.
 func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker bool) error {
-	if err := resolveKeys(&cfg); err != nil {
-		return err
-	}
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	a, closeApp, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
-	a := newApp(cfg, log, pool, ssrf.New(cfg.AllowNetworks))
+	defer closeApp()
 	if runWeb {
-		hintFirstSteps(ctx, pool, log)
+		hintFirstSteps(ctx, a.pool, log)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if runWorker {
@@ -431,10 +427,19 @@ type app struct {
 	reg   *prometheus.Registry
 }
 
-func newApp(cfg config, log *slog.Logger, pool *pgxpool.Pool, guard *ssrf.Guard) *app {
+// openApp resolves the keys, opens (and migrates) the database, and builds
+// the guard and the metrics registry; close releases the database.
+func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), error) {
+	if err := resolveKeys(&cfg); err != nil {
+		return nil, nil, err
+	}
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &app{cfg: cfg, log: log, pool: pool, guard: guard, reg: reg}
+	return &app{cfg: cfg, log: log, pool: pool, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
@@ -649,15 +654,12 @@ func demoCommand(ctx context.Context, cfg config, log *slog.Logger, args []strin
 	// The simulated partners listen on loopback, which the SSRF guard
 	// refuses unless allowed.
 	cfg.AllowNetworks = append(cfg.AllowNetworks, netip.MustParsePrefix("127.0.0.0/8"))
-	if err := resolveKeys(&cfg); err != nil {
-		return err
-	}
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	a, closeApp, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
-	a := newApp(cfg, log, pool, ssrf.New(cfg.AllowNetworks))
+	defer closeApp()
+	pool := a.pool
 
 	const email = "admin@hookline.example"
 	password := account.RandomToken(12)
