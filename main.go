@@ -501,14 +501,14 @@ func (a *app) serveWeb(ctx context.Context, g *errgroup.Group) (net.Addr, error)
 // hintFirstSteps tells a new installation how to get in: with no user yet,
 // how to add the first admin; with no API key, how to create one.
 func hintFirstSteps(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) {
-	var users, keys int
-	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL)").Scan(&users, &keys); err != nil {
+	n, err := db.New(pool).SetupCounts(ctx)
+	if err != nil {
 		return
 	}
-	if users == 0 {
+	if n.Users == 0 {
 		log.Info("no dashboard user yet: add the first admin with: bin/hookline user add --email you@example.com --role admin")
 	}
-	if keys == 0 {
+	if n.APIKeys == 0 {
 		log.Info("no API key yet: create one with: bin/hookline apikey create --name NAME")
 	}
 }

@@ -9,6 +9,24 @@ import (
 	"context"
 )
 
+const setupCounts = `-- name: SetupCounts :one
+SELECT (SELECT count(*) FROM users)::bigint AS users,
+       (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL)::bigint AS api_keys
+`
+
+type SetupCountsRow struct {
+	Users   int64
+	APIKeys int64
+}
+
+// Users and active API keys, so a new installation can say how to get in.
+func (q *Queries) SetupCounts(ctx context.Context) (SetupCountsRow, error) {
+	row := q.db.QueryRow(ctx, setupCounts)
+	var i SetupCountsRow
+	err := row.Scan(&i.Users, &i.APIKeys)
+	return i, err
+}
+
 const userCountActiveAdmins = `-- name: UserCountActiveAdmins :one
 SELECT count(*)::bigint FROM (
     SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL FOR UPDATE

@@ -33,3 +33,8 @@ RETURNING *;
 SELECT count(*)::bigint FROM (
     SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL FOR UPDATE
 ) a;
+
+-- name: SetupCounts :one
+-- Users and active API keys, so a new installation can say how to get in.
+SELECT (SELECT count(*) FROM users)::bigint AS users,
+       (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL)::bigint AS api_keys;
