@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookline/hookline/db"
 )
 
@@ -75,22 +73,13 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 	ids, caps := w.limits.Snapshot(now)
 	w.capped.Store(len(ids) > 0)
 	start := time.Now()
-	var rows []claimed
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
-		if err := q.ClaimLock(ctx); err != nil {
-			return err
-		}
-		var err error
-		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{
-			Now:           w.dbNow(),
-			LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond),
-			WorkerID:      w.id,
-			CappedIds:     ids,
-			Caps:          caps,
-			MaxRows:       int32(n),
-		})
-		return err
+	rows, err := w.claimRows(ctx, db.DeliveryClaimParams{
+		Now:           w.dbNow(),
+		LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond),
+		WorkerID:      w.id,
+		CappedIds:     ids,
+		Caps:          caps,
+		MaxRows:       int32(n),
 	})
 	w.metrics.observeClaim(time.Since(start), len(rows), err)
 	w.log.Debug("claim", "rows", len(rows), "asked", n, "ms", time.Since(start).Milliseconds())
@@ -107,6 +96,23 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 		}
 	}
 	return rows, nil
+}
+
+// claimRows runs the claim as one pipeline (one round trip, one implicit
+// transaction): its settings (asynchronous commit), the
+// cross-replica claim lock, then the
+// claim itself in a new statement that sees every claim committed before
+// the lock was granted.
+func (w *Worker) claimRows(ctx context.Context, arg db.DeliveryClaimParams) ([]claimed, error) {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	q := db.New(&pipeline{conn: conn})
+	_ = q.ClaimSettings(ctx) // queued: errors surface from the claim
+	_ = q.ClaimLock(ctx)
+	return q.DeliveryClaim(ctx, arg)
 }
 
 // dispatch sends one claimed delivery on its own goroutine; the result goes
