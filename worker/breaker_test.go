@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // TestBreakerOpensProbesAndCloses walks the breaker end to end: a failing
@@ -97,5 +101,52 @@ func TestLostProbeReopens(t *testing.T) {
 	}
 	if h := e.health(epID); h.State != "open" || h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {
 		t.Fatalf("lost probe: %+v", h)
+	}
+}
+
+// TestHealthRowWrittenOnlyWhenItMatters: a batch of successes on a healthy
+// endpoint only moves last_success_at, which is written at most once per
+// successResolution; anything the breaker decides is always written.
+func TestHealthRowWrittenOnlyWhenItMatters(t *testing.T) {
+	p := breaker.DefaultPolicy()
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	row := func(failures int32, lastSuccess time.Time) db.EndpointHealthLockRow {
+		return db.EndpointHealthLockRow{State: "closed", ConsecutiveFailures: failures, CooldownSeconds: 300,
+			LastSuccessAt: &lastSuccess, FailureThreshold: 10}
+	}
+	ok := func(at time.Time) *outcome {
+		return &outcome{d: claimed{ID: 1}, res: sender.Result{Outcome: sender.OK}, finished: at}
+	}
+	fail := func(at time.Time) *outcome {
+		return &outcome{d: claimed{ID: 1}, res: sender.Result{Outcome: sender.Transient, ErrorClass: sender.ClassHTTPStatus}, finished: at}
+	}
+
+	s := newHealthState(p, row(0, t0))
+	s.apply(p, ok(t0.Add(300*time.Millisecond)), t0)
+	s.apply(p, ok(t0.Add(900*time.Millisecond)), t0)
+	if s.needsWrite() {
+		t.Error("successes within a second of the stored one were written")
+	}
+	s.apply(p, ok(t0.Add(time.Second)), t0)
+	if !s.needsWrite() {
+		t.Error("last_success_at a second stale was not written")
+	}
+
+	s = newHealthState(p, row(3, t0))
+	s.apply(p, ok(t0.Add(time.Millisecond)), t0)
+	if !s.needsWrite() {
+		t.Error("a success that resets consecutive failures was not written")
+	}
+
+	s = newHealthState(p, row(0, t0))
+	s.apply(p, fail(t0.Add(time.Millisecond)), t0)
+	if !s.needsWrite() {
+		t.Error("a failure was not written")
+	}
+
+	s = newHealthState(p, db.EndpointHealthLockRow{State: "closed", CooldownSeconds: 300, FailureThreshold: 10})
+	s.apply(p, ok(t0), t0)
+	if !s.needsWrite() {
+		t.Error("the first success ever was not written")
 	}
 }

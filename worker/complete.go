@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,40 +18,64 @@ import (
 	"github.com/hookline/hookline/worker/sender"
 )
 
-// completer collects outcomes and records them in batches: one transaction
-// per FlushSize results or FlushInterval, whichever comes first. It returns
-// after w.results is closed and everything received is recorded.
+// completer collects outcomes into batches of up to FlushSize, closed
+// after FlushInterval, and hands them to Flushers goroutines, each
+// recording one batch per transaction. With two or more, one batch's
+// statements run while another waits for its commit to reach disk. Batches
+// of different flushers touch different deliveries; they meet only on
+// endpoint_health rows, which every writer locks in endpoint order. When all
+// flushers are busy and a batch is full, senders wait (backpressure). It
+// returns after w.results is closed and everything received is recorded.
 func (w *Worker) completer() {
-	batch := make([]outcome, 0, w.cfg.FlushSize)
+	batches := make(chan []outcome)
+	var flushers sync.WaitGroup
+	for range w.cfg.Flushers {
+		flushers.Go(func() {
+			for b := range batches {
+				w.flushWithRetry(b)
+				// The recorded rows no longer count against their
+				// endpoints' in-flight caps: the claim loop may find work
+				// it could not before.
+				signal(w.freed)
+			}
+		})
+	}
+	defer flushers.Wait()
+	defer close(batches)
+
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	flush := func() {
-		if len(batch) == 0 {
+	var batch []outcome
+	due := false // the batch's FlushInterval has passed
+	in := w.results
+	for {
+		var out chan []outcome
+		if len(batch) > 0 && (due || len(batch) >= w.cfg.FlushSize || in == nil) {
+			out = batches
+		}
+		var recv <-chan outcome = in
+		if len(batch) >= w.cfg.FlushSize {
+			recv = nil
+		}
+		if in == nil && len(batch) == 0 {
 			return
 		}
-		w.flushWithRetry(batch)
-		batch = batch[:0]
-		// The recorded rows no longer count against their endpoints'
-		// in-flight caps: the claim loop may find work it could not before.
-		signal(w.freed)
-	}
-	for {
 		select {
-		case o, ok := <-w.results:
+		case o, ok := <-recv:
 			if !ok {
-				flush()
-				return
+				in = nil
+				continue
 			}
 			if len(batch) == 0 {
+				batch = make([]outcome, 0, w.cfg.FlushSize)
 				timer.Reset(w.cfg.FlushInterval)
 			}
 			batch = append(batch, o)
-			if len(batch) >= w.cfg.FlushSize {
-				timer.Stop()
-				flush()
-			}
+		case out <- batch:
+			batch, due = nil, false
+			timer.Stop()
 		case <-timer.C:
-			flush()
+			due = true
 		}
 	}
 }
@@ -229,7 +254,10 @@ func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, 
 		return "delivered", now
 	case sender.Transient:
 		if attemptNo < o.d.MaxAttempts {
-			return "failed", o.finished.Add(w.backoff.Next(int(attemptNo), o.res.RetryAfter, w.rnd))
+			w.rndMu.Lock()
+			wait := w.backoff.Next(int(attemptNo), o.res.RetryAfter, w.rnd)
+			w.rndMu.Unlock()
+			return "failed", o.finished.Add(wait)
 		}
 	}
 	return "dead", now
@@ -296,7 +324,40 @@ type healthState struct {
 	threshold   int
 	probeID     int64
 	pausedUntil *time.Time
-	changed     bool
+	// loaded is the row as read: unchanged rows are not written back.
+	loaded healthRow
+}
+
+// healthRow is what writeHealth stores for an endpoint.
+type healthRow struct {
+	h           breaker.Health
+	probeID     int64
+	pausedUntil time.Time
+}
+
+// successResolution is how stale last_success_at may be. A busy endpoint
+// succeeds many times per batch; writing its health row for each batch
+// only to move that timestamp by milliseconds would be one of the hottest
+// writes in the database.
+const successResolution = time.Second
+
+// needsWrite reports whether the row differs from what was read in
+// anything but a last_success_at moved by less than successResolution.
+func (s *healthState) needsWrite() bool {
+	now := s.row()
+	was := s.loaded
+	if now.h.LastSuccessAt.Sub(was.h.LastSuccessAt) >= successResolution {
+		return true
+	}
+	now.h.LastSuccessAt = was.h.LastSuccessAt
+	return now.h.State != was.h.State || now.h.ConsecutiveFailures != was.h.ConsecutiveFailures ||
+		!now.h.OpenedAt.Equal(was.h.OpenedAt) || now.h.Cooldown != was.h.Cooldown ||
+		now.h.Paused != was.h.Paused || !now.h.LastFailureAt.Equal(was.h.LastFailureAt) ||
+		now.probeID != was.probeID || !now.pausedUntil.Equal(was.pausedUntil)
+}
+
+func (s *healthState) row() healthRow {
+	return healthRow{h: s.h, probeID: s.probeID, pausedUntil: deref(s.pausedUntil)}
 }
 
 func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
@@ -321,6 +382,7 @@ func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 	if r.ProbeDeliveryID != nil {
 		s.probeID = *r.ProbeDeliveryID
 	}
+	s.loaded = s.row()
 	s.threshold = p.ThresholdNow(int(r.FailureThreshold), msToDuration(r.RecentP95Ms), int(r.RecentSampleCount),
 		msToDuration(r.P95Ms), int(r.SampleCount))
 	return s
@@ -332,7 +394,6 @@ func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 func (s *healthState) apply(p breaker.Policy, o *outcome, now time.Time) {
 	ok := o.res.Outcome == sender.OK
 	isProbe := s.probeID != 0 && o.d.ID == s.probeID
-	s.changed = true
 	switch {
 	case ok:
 		s.h = p.Success(s.h, o.finished)
@@ -353,8 +414,13 @@ func writeHealth(ctx context.Context, q *db.Queries, states map[int64]*healthSta
 	var p db.EndpointHealthWriteParams
 	p.Now = dbNow
 	ids := make([]int64, 0, len(states))
-	for id := range states {
-		ids = append(ids, id)
+	for id, s := range states {
+		if s.needsWrite() {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	slices.Sort(ids)
 	for _, id := range ids {

@@ -55,6 +55,8 @@ type Config struct {
 	// before one completion transaction (defaults 5 ms, 512).
 	FlushInterval time.Duration
 	FlushSize     int
+	// Flushers is how many batches may be recorded at once (default 2).
+	Flushers int
 	// ShutdownGrace is how long in-flight sends may finish after SIGTERM
 	// (default 20 s).
 	ShutdownGrace time.Duration
@@ -107,8 +109,9 @@ type Worker struct {
 	capped   atomic.Bool // the last claim had rate-limited or paused endpoints
 	log      *slog.Logger
 	now      func() time.Time
-	injected bool           // Config.Now was set: SQL uses it too
-	rnd      backoff.Source // used by the completer goroutine only
+	injected bool       // Config.Now was set: SQL uses it too
+	rndMu    sync.Mutex // the flushers share rnd
+	rnd      backoff.Source
 	id       string
 	metrics  *Metrics
 
@@ -143,6 +146,7 @@ func New(cfg Config) (*Worker, error) {
 	setDefault(&cfg.LeaseMargin, 30*time.Second)
 	setDefault(&cfg.FlushInterval, 5*time.Millisecond)
 	setDefault(&cfg.FlushSize, 512)
+	setDefault(&cfg.Flushers, 2)
 	setDefault(&cfg.ShutdownGrace, 20*time.Second)
 	if cfg.Retention == (Retention{}) {
 		cfg.Retention = DefaultRetention()
@@ -186,7 +190,10 @@ func New(cfg Config) (*Worker, error) {
 		if ua == "" {
 			ua = "hookline"
 		}
-		s, err := sender.New(sender.Options{Guard: cfg.Guard, UserAgent: ua, Now: cfg.Now})
+		// Up to Concurrency sends may go to one host (many endpoints of one
+		// partner, or one with a high max_in_flight); a smaller idle pool
+		// would close and redial connections under exactly that load.
+		s, err := sender.New(sender.Options{Guard: cfg.Guard, UserAgent: ua, Now: cfg.Now, MaxIdleConnsPerHost: cfg.Concurrency})
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
