@@ -627,10 +627,19 @@ func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []stri
 	fs.IntVar(&o.PayloadBytes, "payload-bytes", 512, "event payload size")
 	fs.IntVar(&o.NaiveConcurrency, "naive-concurrency", 64, "connections of the naive one-row worker")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "use this database (its hookline tables are truncated) instead of a private cluster")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.Logger = log
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		o.CPUProfile = f
+	}
 	_, err := bench.Run(ctx, o, stdout)
 	return err
 }

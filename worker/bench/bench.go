@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,10 @@ type Options struct {
 	// data is truncated). Leave empty for the published figures: a fresh
 	// private cluster with fsync on.
 	DatabaseURL string
-	Logger      *slog.Logger
+	// CPUProfile, when set, receives a pprof CPU profile of the worker
+	// phase alone.
+	CPUProfile io.Writer
+	Logger     *slog.Logger
 }
 
 // Report holds one run's figures.
@@ -337,6 +341,12 @@ func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.
 	})
 	if err != nil {
 		return Phase{}, err
+	}
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return Phase{}, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
