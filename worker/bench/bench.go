@@ -151,11 +151,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	fmt.Fprintf(out, "deliveries %d over %d endpoints, concurrency %d, payload %d B\n",
 		o.Deliveries, o.Endpoints, o.Concurrency, len(payload))
 
-	// 1. The ceiling: the same signed requests, no database.
-	if r.Raw, err = raw(ctx, guard, rcv, o, payload); err != nil {
+	// 1. The ceiling: the same signed requests, no database. It is
+	// measured before and after the worker, and the better of the two is
+	// the ceiling: on a shared machine a neighbour's burst during one of
+	// them must not flatter the ratio.
+	before, err := raw(ctx, guard, rcv, o, payload)
+	if err != nil {
 		return r, fmt.Errorf("raw: %w", err)
 	}
-	fmt.Fprintf(out, "  raw loopback HTTP   %8.0f req/s\n", r.Raw.PerSecond())
 
 	// 2. hookline's worker.
 	if err := seed(ctx, pool, box, rcv, o); err != nil {
@@ -167,6 +170,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if r.Worker, err = runWorker(ctx, pool, key, guard, rcv, o); err != nil {
 		return r, fmt.Errorf("worker: %w", err)
 	}
+	after, err := raw(ctx, guard, rcv, o, payload)
+	if err != nil {
+		return r, fmt.Errorf("raw: %w", err)
+	}
+	r.Raw = before
+	if after.PerSecond() > before.PerSecond() {
+		r.Raw = after
+	}
+	fmt.Fprintf(out, "  raw loopback HTTP   %8.0f req/s  (best of %.0f before and %.0f after the worker)\n",
+		r.Raw.PerSecond(), before.PerSecond(), after.PerSecond())
 	fmt.Fprintf(out, "  hookline worker     %8.0f deliveries/s  (%.2f × raw)\n", r.Worker.PerSecond(), r.Worker.PerSecond()/r.Raw.PerSecond())
 
 	// 3. The naive worker on the same queue, re-queued.
