@@ -175,6 +175,16 @@ func (c *Cluster) URLFor(database string) string {
 // Owned reports whether Stop will shut the cluster down.
 func (c *Cluster) Owned() bool { return c.owned }
 
+// PID is the postmaster's process id, read from its postmaster.pid file.
+func (c *Cluster) PID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(c.pgDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strconv.Atoi(strings.TrimSpace(line))
+}
+
 // Stop shuts the cluster down if this process owns it ("fast" mode: open
 // connections are closed, committed work is safe).
 func (c *Cluster) Stop(ctx context.Context) error {

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ func TestStartAttachStop(t *testing.T) {
 	t.Cleanup(func() { _ = first.Stop(context.Background()) })
 	if !first.Owned() {
 		t.Fatal("first Start should own the cluster")
+	}
+	if pid, err := first.PID(); err != nil || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("postmaster pid %d: %v", pid, err)
 	}
 
 	second, err := Start(ctx, Options{DataDir: dir})

@@ -62,6 +62,10 @@ type Report struct {
 	Options
 	Raw, Worker, Naive Phase
 	Ingest             Phase // queueing the deliveries through the ingest statements
+	// CPU time per request (raw) and per delivery (worker) of this process,
+	// which holds the receiver too, and per delivery of the private
+	// PostgreSQL cluster (0 with DatabaseURL).
+	RawCPU, WorkerCPU, DatabaseCPU time.Duration
 }
 
 // Phase is one measurement.
@@ -109,6 +113,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	r := Report{Options: o}
 
 	dsn := o.DatabaseURL
+	postmaster := 0 // the private cluster's pid, for its CPU time
 	if dsn == "" {
 		dir, err := os.MkdirTemp("", "hlbench")
 		if err != nil {
@@ -122,6 +127,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 		}
 		defer cluster.Stop(context.WithoutCancel(ctx))
 		dsn = cluster.URL()
+		postmaster, _ = cluster.PID()
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -155,10 +161,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	// measured before and after the worker, and the better of the two is
 	// the ceiling: on a shared machine a neighbour's burst during one of
 	// them must not flatter the ratio.
+	c0 := sampleCPU(0)
 	before, err := raw(ctx, guard, rcv, o, payload)
 	if err != nil {
 		return r, fmt.Errorf("raw: %w", err)
 	}
+	rawCPU := perItem(c0.self, sampleCPU(0).self, before.Count)
 
 	// 2. hookline's worker.
 	if err := seed(ctx, pool, box, rcv, o); err != nil {
@@ -167,20 +175,31 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if r.Ingest, err = queue(ctx, pool, o, payload); err != nil {
 		return r, fmt.Errorf("queue: %w", err)
 	}
+	c1 := sampleCPU(postmaster)
 	if r.Worker, err = runWorker(ctx, pool, key, guard, rcv, o); err != nil {
 		return r, fmt.Errorf("worker: %w", err)
+	}
+	c2 := sampleCPU(postmaster)
+	r.WorkerCPU = perItem(c1.self, c2.self, r.Worker.Count)
+	if c1.dbOK && c2.dbOK {
+		r.DatabaseCPU = perItem(c1.db, c2.db, r.Worker.Count)
 	}
 	after, err := raw(ctx, guard, rcv, o, payload)
 	if err != nil {
 		return r, fmt.Errorf("raw: %w", err)
 	}
-	r.Raw = before
+	r.Raw, r.RawCPU = before, rawCPU
 	if after.PerSecond() > before.PerSecond() {
-		r.Raw = after
+		r.Raw, r.RawCPU = after, perItem(c2.self, sampleCPU(0).self, after.Count)
 	}
 	fmt.Fprintf(out, "  raw loopback HTTP   %8.0f req/s  (best of %.0f before and %.0f after the worker)\n",
 		r.Raw.PerSecond(), before.PerSecond(), after.PerSecond())
 	fmt.Fprintf(out, "  hookline worker     %8.0f deliveries/s  (%.2f × raw)\n", r.Worker.PerSecond(), r.Worker.PerSecond()/r.Raw.PerSecond())
+	cpu := fmt.Sprintf("  CPU per delivery    hookline process %.1f µs (raw: %.1f µs per request)", us(r.WorkerCPU), us(r.RawCPU))
+	if r.DatabaseCPU > 0 {
+		cpu += fmt.Sprintf(", PostgreSQL %.1f µs", us(r.DatabaseCPU))
+	}
+	fmt.Fprintln(out, cpu)
 
 	// 3. The naive worker on the same queue, re-queued.
 	if err := reset(ctx, pool); err != nil {
@@ -196,6 +215,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	fmt.Fprintf(out, "  ingest (batch API statements) %8.0f deliveries queued/s\n", r.Ingest.PerSecond())
 	return r, nil
 }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func makePayload(n int) []byte {
 	base := `{"type":"conversion.approved","click_id":"c-0123456789","payout":12.50,"currency":"USD","pad":"`

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +26,29 @@ func TestRunSmall(t *testing.T) {
 	if r.Raw.Count != 400 || r.Worker.Count != 400 || r.Naive.Count == 0 || r.Worker.PerSecond() <= 0 {
 		t.Fatalf("report %+v", r)
 	}
-	for _, want := range []string{"raw loopback HTTP", "hookline worker", "naive one-row"} {
+	if r.WorkerCPU <= 0 || r.RawCPU <= 0 {
+		t.Fatalf("CPU per delivery %v, per raw request %v", r.WorkerCPU, r.RawCPU)
+	}
+	for _, want := range []string{"raw loopback HTTP", "hookline worker", "CPU per delivery", "naive one-row"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestProcTimes parses /proc/<pid>/stat, whose command name may hold
+// spaces and parentheses.
+func TestProcTimes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	line := "4242 (postgres: a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 1 1 1\n"
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ppid, ticks, ok := procTimes(path)
+	if !ok || ppid != 17 || ticks != 325 {
+		t.Fatalf("procTimes = %d, %d, %v; want 17, 325, true", ppid, ticks, ok)
+	}
+	if s := sampleCPU(os.Getpid()); s.self <= 0 || !s.dbOK {
+		t.Fatalf("sampling this process as the postmaster: %+v", s)
 	}
 }

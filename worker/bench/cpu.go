@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpuSample is the CPU time (user + system) used so far by this process
+// and, when known, by the PostgreSQL cluster's processes. CPU time per
+// delivery tells where the cost is; throughput alone only tells that there
+// is one, and it moves with whatever else the machine runs.
+type cpuSample struct {
+	self time.Duration
+	db   time.Duration
+	dbOK bool
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat times. It is
+// 100 on every architecture Go supports on Linux; reading it properly
+// (sysconf) needs cgo.
+const clockTicks = 100
+
+// sampleCPU reads the CPU clocks. postmaster is the cluster's postmaster
+// pid, or 0 when the database is elsewhere; its children (backends, WAL
+// writer, checkpointer, ...) are included. A backend that exits between
+// two samples takes its time with it; the bench's pool keeps its
+// connections for the whole phase.
+func sampleCPU(postmaster int) cpuSample {
+	var s cpuSample
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if postmaster <= 0 {
+		return s
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, path := range stats {
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		ppid, t, ok := procTimes(path)
+		if ok && (pid == postmaster || ppid == postmaster) {
+			ticks += t
+			s.dbOK = true
+		}
+	}
+	s.db = time.Duration(ticks) * time.Second / clockTicks
+	return s
+}
+
+// procTimes parses the parent pid and utime+stime of /proc/<pid>/stat.
+func procTimes(path string) (ppid int, ticks int64, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name (field 2) is in parentheses and may contain spaces;
+	// the fields after its closing parenthesis start at field 3 (state).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])               // field 4
+	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, false
+	}
+	return ppid, utime + stime, true
+}
+
+// perItem is the CPU time between two samples per item processed.
+func perItem(before, after time.Duration, n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return (after - before) / time.Duration(n)
+}
