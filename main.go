@@ -49,6 +49,7 @@ import (
 	"github.com/hookline/hookline/web/demo"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/bench"
+	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/simulate"
 	"github.com/hookline/hookline/worker/ssrf"
 )
@@ -436,6 +437,17 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	pool, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, err
+	}
+	box, err := secretbox.New(cfg.SecretKey, nil)
+	if err != nil {
+		closeDB()
+		return nil, nil, err
+	}
+	if n, err := web.SealPlaintextHeaders(ctx, db.New(pool), box); err != nil {
+		closeDB()
+		return nil, nil, fmt.Errorf("seal stored custom headers: %w", err)
+	} else if n > 0 {
+		log.Info("sealed custom header values stored in plain text", "endpoints", n)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -12,6 +12,22 @@ INSERT INTO endpoints (
 )
 RETURNING *;
 
+-- name: EndpointSetHeaders :one
+-- Stores custom headers whose values are sealed for this endpoint (the seal
+-- names the endpoint, so a new endpoint gets its headers right after the
+-- INSERT, in the same transaction).
+UPDATE endpoints SET headers = @headers WHERE id = @id
+RETURNING *;
+
+-- name: EndpointHeadersAll :many
+-- Every endpoint with custom headers (sealing values stored before headers
+-- were sealed, at startup).
+SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id;
+
+-- name: EndpointHeadersReplace :execrows
+-- Replaces stored headers only if they are still what was read.
+UPDATE endpoints SET headers = @new_headers WHERE id = @id AND headers = @old_headers;
+
 -- name: EndpointGet :one
 SELECT * FROM endpoints WHERE id = @id;
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -67,7 +68,7 @@ type healthJSON struct {
 }
 
 func endpointView(e db.Endpoint) endpointJSON {
-	headers, _ := decodeHeaders(e.Headers)
+	headers := maskedHeaders(e.Headers)
 	return endpointJSON{
 		ID: e.ID, PartnerID: e.PartnerID, Name: e.Name, Kind: e.Kind, URL: e.URL,
 		Method: e.Method, EventTypes: e.EventTypes, Headers: headers,
@@ -102,17 +103,6 @@ func msDuration(ms *float64) time.Duration {
 	return time.Duration(*ms * float64(time.Millisecond))
 }
 
-func decodeHeaders(raw json.RawMessage) (map[string]string, error) {
-	h := map[string]string{}
-	if len(raw) == 0 {
-		return h, nil
-	}
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return nil, fmt.Errorf("stored headers: %w", err)
-	}
-	return h, nil
-}
-
 // apiEndpointCreate: POST /api/v1/endpoints → 201 with the first signing
 // secret, which is never shown again.
 func (s *Server) apiEndpointCreate(c echo.Context) error {
@@ -138,10 +128,6 @@ func (s *Server) apiEndpointCreate(c echo.Context) error {
 // createEndpoint stores the endpoint, its health row and its first secret in
 // one transaction, audited.
 func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor string) (db.Endpoint, string, error) {
-	headers, err := json.Marshal(cfg.Headers)
-	if err != nil {
-		return db.Endpoint{}, "", err
-	}
 	secret, err := signing.NewSecret(rand.Reader)
 	if err != nil {
 		return db.Endpoint{}, "", err
@@ -161,7 +147,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 		}
 		e, err = q.EndpointCreate(ctx, db.EndpointCreateParams{
 			PartnerID: cfg.PartnerID, Name: cfg.Name, Kind: cfg.Kind, URL: cfg.URL,
-			Method: cfg.Method, EventTypes: cfg.EventTypes, Headers: headers,
+			Method: cfg.Method, EventTypes: cfg.EventTypes, Headers: json.RawMessage(`{}`),
 			MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs, RatePerSec: cfg.RatePerSec,
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled,
@@ -171,6 +157,15 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 		}
 		if err != nil {
 			return err
+		}
+		if len(cfg.Headers) > 0 {
+			headers, err := s.box.SealHeaders(e.ID, cfg.Headers)
+			if err != nil {
+				return err
+			}
+			if e, err = q.EndpointSetHeaders(ctx, db.EndpointSetHeadersParams{ID: e.ID, Headers: headers}); err != nil {
+				return err
+			}
 		}
 		if err := q.EndpointHealthCreate(ctx, e.ID); err != nil {
 			return err
@@ -248,7 +243,13 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 			if err != nil {
 				return in, nil, err
 			}
-			return in, nil, decodeStrict(body, &in)
+			base := in.Headers
+			in.Headers = nil
+			if err := decodeStrict(body, &in); err != nil {
+				return in, nil, err
+			}
+			in.Headers = mergeHeaders(base, in.Headers)
+			return in, nil, nil
 		})
 	if err != nil {
 		return err
@@ -280,6 +281,10 @@ func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build
 		if err != nil {
 			return err
 		}
+		stored, err := s.unmaskHeaders(cur, in.Headers)
+		if err != nil {
+			return err
+		}
 		if in.PartnerID != cur.PartnerID {
 			problems = append(problems, fieldError{"partner_id", "cannot be changed; create a new endpoint for the other partner"})
 		}
@@ -297,7 +302,7 @@ func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build
 		if len(problems) > 0 {
 			return errFormInvalid
 		}
-		e, err = s.updateEndpoint(ctx, q, cur, cfg, actor)
+		e, err = s.updateEndpoint(ctx, q, cur, stored, cfg, actor)
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Field != "" {
 			problems = append(problems, fieldError{ae.Field, ae.Message})
@@ -315,11 +320,16 @@ func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build
 var errFormInvalid = errors.New("input has errors")
 
 // updateEndpoint writes a validated configuration over cur and audits which
-// fields changed. Re-enabling clears the disabled reason.
-func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpoint, cfg endpointConfig, actor string) (db.Endpoint, error) {
-	headers, err := json.Marshal(cfg.Headers)
-	if err != nil {
-		return db.Endpoint{}, err
+// fields changed; storedHeaders are cur's custom headers in plain text.
+// Re-enabling clears the disabled reason.
+func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpoint, storedHeaders map[string]string, cfg endpointConfig, actor string) (db.Endpoint, error) {
+	headers := cur.Headers
+	headersChanged := !maps.Equal(storedHeaders, cfg.Headers)
+	if headersChanged {
+		var err error
+		if headers, err = s.box.SealHeaders(cur.ID, cfg.Headers); err != nil {
+			return db.Endpoint{}, err
+		}
 	}
 	reason := cur.DisabledReason
 	if cfg.Enabled {
@@ -341,12 +351,12 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		return db.Endpoint{}, err
 	}
 	return e, audit(ctx, q, actor, "endpoint.update", "endpoint", e.ID,
-		map[string]any{"changed": changedFields(cur, e)})
+		map[string]any{"changed": changedFields(cur, e, headersChanged)})
 }
 
 // changedFields names the configuration fields that differ, for the audit
 // log (names only: values may be credentials).
-func changedFields(a, b db.Endpoint) []string {
+func changedFields(a, b db.Endpoint, headers bool) []string {
 	var out []string
 	add := func(name string, changed bool) {
 		if changed {
@@ -357,7 +367,7 @@ func changedFields(a, b db.Endpoint) []string {
 	add("url", a.URL != b.URL)
 	add("method", a.Method != b.Method)
 	add("event_types", fmt.Sprint(a.EventTypes) != fmt.Sprint(b.EventTypes))
-	add("headers", string(a.Headers) != string(b.Headers))
+	add("headers", headers) // sealed values differ on every write; compared in plain text
 	add("max_attempts", a.MaxAttempts != b.MaxAttempts)
 	add("timeout_ms", a.TimeoutMs != b.TimeoutMs)
 	add("rate_per_sec", fmt.Sprint(derefF(a.RatePerSec)) != fmt.Sprint(derefF(b.RatePerSec)))

@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/signing"
 )
 
@@ -111,6 +112,9 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 	}
 	in, err := inputFromEndpoint(e)
 	if err != nil {
+		return err
+	}
+	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
 		return err
 	}
 	cfg, _ := validateEndpoint(in, s.guard)
@@ -265,10 +269,7 @@ func configView(r db.EndpointGetWithHealthRow) endpoint.Config {
 	if e.RatePerSec != nil {
 		c.Rate = fmt.Sprintf("%g per second, burst %d", *e.RatePerSec, deref32(e.Burst))
 	}
-	headers, _ := decodeHeaders(e.Headers)
-	for k := range headers {
-		c.HeaderNames = append(c.HeaderNames, k)
-	}
+	c.HeaderNames, _ = secretbox.HeaderNames(e.Headers)
 	sort.Strings(c.HeaderNames)
 	return c
 }

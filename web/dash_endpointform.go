@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -16,6 +17,7 @@ import (
 	"github.com/hookline/hookline/views/endpointform"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // endpointNew: GET /partners/:id/endpoints/new?kind=webhook|postback&preset=keitaro
@@ -220,14 +222,11 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 	if e.Burst != nil {
 		f.Burst = strconv.Itoa(int(*e.Burst))
 	}
-	headers, _ := decodeHeaders(e.Headers)
-	names := make([]string, 0, len(headers))
-	for k := range headers {
-		names = append(names, k)
-	}
+	// Stored values are not shown; the mask sent back keeps each one.
+	names, _ := secretbox.HeaderNames(e.Headers)
 	sort.Strings(names)
 	for _, k := range names {
-		f.Headers += k + ": " + headers[k] + "\n"
+		f.Headers += k + ": " + maskedValue + "\n"
 	}
 	f.Preview = s.preview(f.URL)
 	return s.render(c, http.StatusOK, endpointform.Page(s.meta(c, "Edit "+e.Name, layout.NavEndpoints), f))
@@ -309,6 +308,18 @@ func (s *Server) formTestFire(c echo.Context) error {
 		kind = "webhook"
 	}
 	f, in := s.formOf(c, endpointform.Form{Kind: kind, PartnerID: 1})
+	// From an edit form, masked header values stand for the stored ones.
+	if id, err := strconv.ParseInt(c.FormValue("endpoint_id"), 10, 64); err == nil && id > 0 {
+		cur, err := s.q.EndpointGet(c.Request().Context(), id)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err == nil {
+			if _, err := s.unmaskHeaders(cur, in.Headers); err != nil {
+				return err
+			}
+		}
+	}
 	cfg, errs := validateEndpoint(in, s.guard)
 	for _, e := range errs {
 		if e.Field == "partner_id" || e.Field == "name" {

@@ -22,6 +22,10 @@ const (
 	defaultMaxInFlight      = 8
 	defaultFailureThreshold = 10
 	maxHeaders              = 32
+	// maskedValue stands for a stored custom header value: responses and
+	// the edit form show it instead of the value, and sending it back keeps
+	// the value.
+	maskedValue = "********"
 )
 
 // endpointInput is an endpoint's configuration as the API and the dashboard
@@ -85,11 +89,7 @@ func inputFromEndpoint(e db.Endpoint) (endpointInput, error) {
 		SuccessBodyContains: e.SuccessBodyContains,
 		RatePerSec:          e.RatePerSec,
 	}
-	headers, err := decodeHeaders(e.Headers)
-	if err != nil {
-		return in, err
-	}
-	in.Headers = headers
+	in.Headers = maskedHeaders(e.Headers) // an edit keeps what it sends back masked
 	ptr := func(v int32) *int { n := int(v); return &n }
 	in.MaxAttempts, in.TimeoutMs = ptr(e.MaxAttempts), ptr(e.TimeoutMs)
 	in.MaxInFlight, in.FailureThreshold = ptr(e.MaxInFlight), ptr(e.FailureThreshold)
@@ -191,6 +191,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			fail("headers", "%q is not a valid header name", name)
 		case signing.Reserved(name):
 			fail("headers", "%q is set by hookline and cannot be overridden", name)
+		case value == maskedValue:
+			fail("headers", "%q: %s keeps a stored value, and there is none; enter the value", name, maskedValue)
 		case len(value) > 2048:
 			fail("headers", "the value of %q is longer than 2048 bytes", name)
 		case strings.IndexFunc(value, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }) >= 0:

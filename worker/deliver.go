@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,9 +50,10 @@ func (o *outcome) sent() bool {
 func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	o := outcome{d: d}
 	now := w.now()
-	custom, err := w.customHeaders(d.Headers)
+	custom, err := w.customHeaders(d.EndpointID, d.Headers)
 	if err != nil {
-		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "stored custom headers are invalid")
+		w.log.Error("custom headers unreadable", "endpoint_id", d.EndpointID, "err", err)
+		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "stored custom headers cannot be read (corrupt, or sealed under another HOOKLINE_SECRET_KEY)")
 		o.finished = w.now()
 		return o
 	}
@@ -101,19 +103,21 @@ func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
 	return sender.Result{Outcome: oc, ErrorClass: class, Error: truncate(msg, sender.MaxError), Started: now}
 }
 
-// customHeaders parses an endpoint's stored headers once per distinct value
-// (they change only when the endpoint is edited); callers clone the result
-// before adding hookline's own headers, which therefore cannot be
-// overridden (validation also refuses them at save time).
-func (w *Worker) customHeaders(raw json.RawMessage) (http.Header, error) {
-	if len(raw) == 0 || string(raw) == "{}" {
+// customHeaders opens and parses an endpoint's stored headers once per
+// distinct stored value (they change only when the endpoint is edited);
+// callers clone the result before adding hookline's own headers, which
+// therefore cannot be overridden (validation also refuses them at save
+// time).
+func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.Header, error) {
+	if len(stored) == 0 || string(stored) == "{}" {
 		return nil, nil
 	}
-	if h, ok := w.headers.Load(string(raw)); ok {
+	key := strconv.FormatInt(endpointID, 10) + " " + string(stored) // values are sealed per endpoint
+	if h, ok := w.headers.Load(key); ok {
 		return h.(http.Header), nil
 	}
-	var m map[string]string
-	if err := json.Unmarshal(raw, &m); err != nil {
+	m, err := w.box.OpenHeaders(endpointID, stored)
+	if err != nil {
 		return nil, err
 	}
 	h := http.Header{}
@@ -122,7 +126,7 @@ func (w *Worker) customHeaders(raw json.RawMessage) (http.Header, error) {
 			h.Set(k, v)
 		}
 	}
-	w.headers.Store(string(raw), h)
+	w.headers.Store(key, h)
 	return h, nil
 }
 

@@ -96,3 +96,30 @@ func TestPostbackFailures(t *testing.T) {
 		t.Fatalf("receiver got %d requests; a missing field must not be sent", n)
 	}
 }
+
+// TestSealedHeadersOfAnotherEndpointAreNotSent: custom header values are
+// sealed per endpoint; a value copied from another endpoint's row does not
+// open, and the delivery fails without a request rather than going out
+// without the partner's credentials.
+func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	a, _ := e.endpoint(endpointOpts{url: rcv.URL})
+	b, _ := e.endpoint(endpointOpts{url: rcv.URL})
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, "UPDATE endpoints SET headers = (SELECT headers FROM endpoints WHERE id = $1) WHERE id = $2", a, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, "UPDATE endpoints SET enabled = false WHERE id = $1", a); err != nil {
+		t.Fatal(err)
+	}
+	ids := e.events(1, "order.created", `{}`)
+	e.run(e.worker(nil))
+	e.waitFor("dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1 })
+	if d := e.delivery(ids[0]); d.EndpointID != b || *d.LastErrorClass != "invalid_request" || !strings.Contains(*d.LastError, "HOOKLINE_SECRET_KEY") {
+		t.Fatalf("delivery %+v", d)
+	}
+	if n := rcv.count.Load(); n != 0 {
+		t.Fatalf("receiver got %d requests", n)
+	}
+}

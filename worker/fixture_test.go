@@ -165,7 +165,7 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 		q := e.q.WithTx(tx)
 		ep, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
 			PartnerID: e.pid, Name: fmt.Sprintf("ep-%d", e.n.Add(1)), Kind: o.kind, URL: o.url, Method: o.method,
-			EventTypes: []string{}, Headers: json.RawMessage(`{"X-Custom":"yes"}`), MaxAttempts: o.maxAttempts,
+			EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: o.maxAttempts,
 			TimeoutMs: o.timeoutMs, RatePerSec: o.rate, Burst: o.burst, MaxInFlight: o.maxInFlight,
 			FailureThreshold: o.threshold, SuccessBodyContains: o.successBodyContains, Enabled: true,
 		})
@@ -173,6 +173,13 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 			return err
 		}
 		id = ep.ID
+		headers, err := e.box.SealHeaders(id, map[string]string{"X-Custom": "yes"})
+		if err != nil {
+			return err
+		}
+		if _, err := q.EndpointSetHeaders(ctx, db.EndpointSetHeadersParams{ID: id, Headers: headers}); err != nil {
+			return err
+		}
 		if err := q.EndpointHealthCreate(ctx, id); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
-// Package secretbox encrypts endpoint signing secrets at rest with
-// AES-256-GCM under hookline's master key (HOOKLINE_SECRET_KEY). Each
-// ciphertext is bound to its endpoint through the additional data, so a
+// Package secretbox encrypts endpoint signing secrets and custom header
+// values at rest with AES-256-GCM under hookline's master key
+// (HOOKLINE_SECRET_KEY). Each ciphertext is bound to its endpoint (and a
+// header value to its header name) through the additional data, so a
 // ciphertext copied onto another endpoint's row does not decrypt.
 package secretbox
 
@@ -45,11 +46,15 @@ func New(key []byte, random io.Reader) (*Box, error) {
 
 // Seal encrypts plaintext for endpointID: nonce || ciphertext || tag.
 func (b *Box) Seal(endpointID int64, plaintext []byte) ([]byte, error) {
+	return b.seal(ad(endpointID), plaintext)
+}
+
+func (b *Box) seal(ad, plaintext []byte) ([]byte, error) {
 	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plaintext)+b.aead.Overhead())
 	if _, err := io.ReadFull(b.rand, nonce); err != nil {
 		return nil, fmt.Errorf("secret nonce: %w", err)
 	}
-	return b.aead.Seal(nonce, nonce, plaintext, ad(endpointID)), nil
+	return b.aead.Seal(nonce, nonce, plaintext, ad), nil
 }
 
 // ErrDecrypt means the ciphertext is corrupt, belongs to another endpoint,
@@ -58,11 +63,15 @@ var ErrDecrypt = errors.New("secret does not decrypt: wrong HOOKLINE_SECRET_KEY 
 
 // Open decrypts a value sealed for endpointID.
 func (b *Box) Open(endpointID int64, sealed []byte) ([]byte, error) {
+	return b.open(ad(endpointID), sealed)
+}
+
+func (b *Box) open(ad, sealed []byte) ([]byte, error) {
 	n := b.aead.NonceSize()
 	if len(sealed) < n+b.aead.Overhead() {
 		return nil, ErrDecrypt
 	}
-	out, err := b.aead.Open(nil, sealed[:n], sealed[n:], ad(endpointID))
+	out, err := b.aead.Open(nil, sealed[:n], sealed[n:], ad)
 	if err != nil {
 		return nil, ErrDecrypt
 	}

@@ -1,0 +1,101 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/secretbox"
+)
+
+// Custom header values are often a partner's credentials. They are stored
+// sealed (worker/secretbox), never shown again after they are saved, and
+// never logged: responses and the edit form show maskedValue for each, and
+// an edit that sends maskedValue back keeps the stored value.
+
+// maskedHeaders is the stored headers' names, each with maskedValue: header
+// values are write-only (they are often the partner's credentials).
+func maskedHeaders(stored json.RawMessage) map[string]string {
+	names, _ := secretbox.HeaderNames(stored)
+	m := make(map[string]string, len(names))
+	for _, name := range names {
+		m[name] = maskedValue
+	}
+	return m
+}
+
+// mergeHeaders applies a PATCH's headers to the stored ones: a name given
+// (in any letter case) replaces the stored header, others stay.
+func mergeHeaders(base, patch map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(patch))
+	for name, value := range base {
+		out[name] = value
+	}
+	for name, value := range patch {
+		for old := range out {
+			if strings.EqualFold(old, name) {
+				delete(out, old)
+			}
+		}
+		out[name] = value
+	}
+	return out
+}
+
+// unmaskHeaders replaces each maskedValue in headers with the value stored
+// under that name (case-insensitively), so an edit can keep a value it
+// never saw. A mask for a name with no stored value is left for validation
+// to refuse.
+func (s *Server) unmaskHeaders(cur db.Endpoint, headers map[string]string) (stored map[string]string, err error) {
+	stored, err = s.box.OpenHeaders(cur.ID, cur.Headers)
+	if err != nil {
+		return nil, err
+	}
+	for name, value := range headers {
+		if value != maskedValue {
+			continue
+		}
+		for storedName, v := range stored {
+			if strings.EqualFold(storedName, name) {
+				headers[name] = v
+			}
+		}
+	}
+	return stored, nil
+}
+
+// SealPlaintextHeaders seals custom header values stored in plain text
+// (written before values were sealed). It runs at startup and is idempotent;
+// a row edited meanwhile is left to its editor, whose write seals it.
+func SealPlaintextHeaders(ctx context.Context, q *db.Queries, box *secretbox.Box) (int, error) {
+	rows, err := q.EndpointHeadersAll(ctx)
+	if err != nil {
+		return 0, err
+	}
+	sealed := 0
+	for _, r := range rows {
+		plain, err := secretbox.Plaintext(r.Headers)
+		if err != nil {
+			return sealed, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
+		if !plain {
+			continue
+		}
+		values, err := box.OpenHeaders(r.ID, r.Headers)
+		if err != nil {
+			return sealed, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
+		stored, err := box.SealHeaders(r.ID, values)
+		if err != nil {
+			return sealed, err
+		}
+		n, err := q.EndpointHeadersReplace(ctx, db.EndpointHeadersReplaceParams{ID: r.ID, NewHeaders: stored, OldHeaders: r.Headers})
+		if err != nil {
+			return sealed, err
+		}
+		sealed += int(n)
+	}
+	return sealed, nil
+}
