@@ -194,11 +194,6 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	var applied map[int64]bool
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := w.q.WithTx(tx)
-		if len(attempts) > 0 {
-			if _, err := q.AttemptInsert(ctx, attempts); err != nil {
-				return fmt.Errorf("insert attempts: %w", err)
-			}
-		}
 		if len(done.Ids) > 0 {
 			ids, err := q.DeliveryComplete(ctx, done)
 			if err != nil {
@@ -207,6 +202,22 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			applied = make(map[int64]bool, len(ids))
 			for _, id := range ids {
 				applied[id] = true
+			}
+		}
+		// Attempts only of the deliveries just updated. A stale result
+		// (its lease expired and rescue recorded the attempt as
+		// lease_expired) adds nothing, and a batch retried after a commit
+		// whose answer was lost (the first try did commit) writes no
+		// second copy: the fence matches no row the second time.
+		kept := attempts[:0]
+		for _, a := range attempts {
+			if applied[a.DeliveryID] {
+				kept = append(kept, a)
+			}
+		}
+		if len(kept) > 0 {
+			if _, err := q.AttemptInsert(ctx, kept); err != nil {
+				return fmt.Errorf("insert attempts: %w", err)
 			}
 		}
 		if len(release.Ids) > 0 {

@@ -124,6 +124,10 @@ func TestRescueAfterCrash(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
 		t.Fatalf("stale results changed %d deliveries", n)
 	}
+	// ... and add no attempt: the lost one is already recorded as lease_expired.
+	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 60 {
+		t.Fatalf("attempt rows = %d, want 60 (30 lease_expired + 30 delivered)", n)
+	}
 }
 
 // TestGracefulShutdownFinishesInFlight: SIGTERM lets slow sends finish
