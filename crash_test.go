@@ -6,7 +6,8 @@ package main
 // check the queue's promises at the process boundary, where unit tests of
 // the worker cannot reach: SIGKILL loses nothing (at-least-once, duplicates
 // only for sends that were in flight), and SIGTERM finishes or releases every
-// in-flight send, records every result and exits 0.
+// in-flight send, records every result and exits 0. dbcrash_test.go does
+// the same to PostgreSQL.
 
 import (
 	"bytes"
@@ -332,7 +333,11 @@ type crashRig struct {
 
 func newCrashRig(t *testing.T, rcv *crashReceiver, grace string, timeoutMs int) *crashRig {
 	t.Helper()
-	dbURL := dbtest.URL(t)
+	return newCrashRigOn(t, dbtest.URL(t), rcv, grace, timeoutMs)
+}
+
+func newCrashRigOn(t *testing.T, dbURL string, rcv *crashReceiver, grace string, timeoutMs int) *crashRig {
+	t.Helper()
 	r := &crashRig{
 		t:         t,
 		bin:       builtHookline(t),
