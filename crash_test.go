@@ -54,16 +54,8 @@ func TestKill9LosesNothing(t *testing.T) {
 	// The receiver has held its requests while the events were posted, so
 	// the kill lands in the drain of a fully queued backlog, not in ingest.
 	// It fires from the receiver itself at 45 %, however fast the drain is.
-	killAt := rcv.signalAt(events * 45 / 100)
 	opened := time.Now()
-	rcv.open()
-	select {
-	case <-killAt:
-	case <-first.done:
-		t.Fatal("hookline exited on its own before the kill")
-	case <-time.After(30 * time.Second):
-		t.Fatalf("receiver saw %d of %d events within 30 s", rcv.total(), events)
-	}
+	rcv.openUntil(t, events*45/100, events, first, 30*time.Second)
 	first.kill(t)
 	ranFor := time.Since(opened)
 	seenAtKill := rcv.seenSnapshot()
@@ -99,22 +91,13 @@ func TestKill9LosesNothing(t *testing.T) {
 
 	rcv.waitIdle(t, 10*time.Second)
 	seen := rcv.seenSnapshot()
-	posted := map[string]bool{}
-	for _, id := range ids {
-		posted[id] = true
-		if seen[id] == 0 {
-			errs.errorf("event %s never reached the receiver", id)
-		}
-	}
+	checkAllReceived(errs, ids, seen)
 	inFlightEvent := map[string]bool{}
 	for _, ev := range inFlight {
 		inFlightEvent[ev] = true
 	}
 	dups := 0
 	for id, n := range seen {
-		if !posted[id] {
-			errs.errorf("receiver got webhook-id %q, which was never posted", id)
-		}
 		if n > 1 {
 			dups++
 			if !inFlightEvent[id] {
@@ -168,15 +151,7 @@ func TestSigtermUnderLoadExitsCleanly(t *testing.T) {
 	rig.createEndpoint()
 	ids := rig.postEvents(events)
 
-	termAt := rcv.signalAt(events * 3 / 10)
-	rcv.open()
-	select {
-	case <-termAt:
-	case <-first.done:
-		t.Fatal("hookline exited on its own before SIGTERM")
-	case <-time.After(30 * time.Second):
-		t.Fatalf("receiver saw %d of %d events within 30 s", rcv.total(), events)
-	}
+	rcv.openUntil(t, events*3/10, events, first, 30*time.Second)
 	active := rcv.activeNow()
 	took := first.terminate(t, grace+3*time.Second)
 	t.Logf("SIGTERM with %d requests open at the receiver; exit 0 after %s", active, took.Round(time.Millisecond))
@@ -252,15 +227,7 @@ func TestSigtermGraceExpiresReleasesLeases(t *testing.T) {
 	rig.createEndpoint()
 	rig.postEvents(events)
 
-	all := rcv.signalAt(events)
-	rcv.open()
-	select {
-	case <-all:
-	case <-p.done:
-		t.Fatal("hookline exited on its own before SIGTERM")
-	case <-time.After(20 * time.Second):
-		t.Fatalf("receiver saw %d of %d events within 20 s", rcv.total(), events)
-	}
+	rcv.openUntil(t, events, events, p, 20*time.Second)
 	took := p.terminate(t, 5*time.Second)
 	t.Logf("SIGTERM with %d sends hanging; exit 0 after %s", events, took.Round(time.Millisecond))
 
@@ -294,6 +261,23 @@ type rowErrors struct {
 }
 
 const rowErrorsShown = 5
+
+// checkAllReceived reports each posted event the receiver never saw and
+// each webhook-id it saw that was never posted.
+func checkAllReceived(errs *rowErrors, posted []string, seen map[string]int) {
+	known := make(map[string]bool, len(posted))
+	for _, id := range posted {
+		known[id] = true
+		if seen[id] == 0 {
+			errs.errorf("event %s never reached the receiver", id)
+		}
+	}
+	for id := range seen {
+		if !known[id] {
+			errs.errorf("receiver got webhook-id %q, which was never posted", id)
+		}
+	}
+}
 
 func newRowErrors(t *testing.T) *rowErrors {
 	return &rowErrors{t: t, counts: map[string]int{}}
@@ -789,6 +773,22 @@ func (rc *crashReceiver) signalAt(n int) <-chan struct{} {
 	defer rc.mu.Unlock()
 	rc.trigger, rc.reached = n, make(chan struct{})
 	return rc.reached
+}
+
+// openUntil lets the held requests through and returns once n of the
+// posted events' requests have arrived; it fails if hookline exits first
+// or limit passes.
+func (rc *crashReceiver) openUntil(t *testing.T, n, posted int, p *hooklineProc, limit time.Duration) {
+	t.Helper()
+	reached := rc.signalAt(n)
+	rc.open()
+	select {
+	case <-reached:
+	case <-p.done:
+		t.Fatalf("hookline (%s) exited on its own after %d requests", p.label, rc.total())
+	case <-time.After(limit):
+		t.Fatalf("receiver saw %d of %d events within %s", rc.total(), posted, limit)
+	}
 }
 
 func (rc *crashReceiver) total() int {
