@@ -73,8 +73,17 @@ func (p *pipeline) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyF
 }
 
 func (p *pipeline) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
-	panic(errPipelineUnsupported)
+	return errBatch{}
 }
+
+// errBatch answers every call with errPipelineUnsupported.
+type errBatch struct{}
+
+func (errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, errPipelineUnsupported }
+func (errBatch) Query() (pgx.Rows, error)         { return nil, errPipelineUnsupported }
+func (errBatch) QueryRow() pgx.Row                { return errRow{errPipelineUnsupported} }
+func (errBatch) Close() error                     { return errPipelineUnsupported }
+func (errBatch) Tx() pgx.Tx                       { return nil }
 
 // pipelineRows ends the pipeline when its rows are exhausted, so an error
 // reported at commit (after the last row) reaches the caller through Err.
