@@ -238,23 +238,27 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	if err != nil {
 		return err
 	}
-	// Telemetry only after commit, so a retried batch is not counted twice.
+	// Telemetry only after commit and only for what this commit recorded,
+	// so neither a retried batch nor a stale result is counted twice.
+	recorded := make([]outcome, 0, len(applied))
 	for i := range batch {
 		o := &batch[i]
 		if o.res.ErrorClass == sender.ClassCanceled {
 			continue
 		}
+		if o.res.RetryAfter > 0 {
+			w.limits.PauseUntil(o.d.EndpointID, o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap)))
+		}
 		if !applied[o.d.ID] {
-			w.log.Warn("stale result ignored: the lease had expired and the delivery was rescued", "delivery_id", o.d.ID)
+			w.log.Warn("result not recorded: the delivery is no longer leased to this worker (lease expired and rescued, or recorded by an earlier try of this batch)", "delivery_id", o.d.ID)
+			continue
 		}
 		if o.sent() {
 			w.recorder.Observe(o.d.EndpointID, o.res.Started, o.res.Duration, o.res.Outcome == sender.OK)
 		}
-		if o.res.RetryAfter > 0 {
-			w.limits.PauseUntil(o.d.EndpointID, o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap)))
-		}
+		recorded = append(recorded, *o)
 	}
-	w.metrics.observeOutcomes(batch)
+	w.metrics.observeOutcomes(recorded)
 	return nil
 }
 
