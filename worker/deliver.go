@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,17 +103,18 @@ func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
 }
 
 // customHeaders opens and parses an endpoint's stored headers once per
-// distinct stored value (they change only when the endpoint is edited);
-// callers clone the result before adding hookline's own headers, which
-// therefore cannot be overridden (validation also refuses them at save
-// time).
+// stored value (it changes only when the endpoint is edited), keeping one
+// entry per endpoint; callers clone the result before adding hookline's own
+// headers, which therefore cannot be overridden (validation also refuses
+// them at save time).
 func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.Header, error) {
 	if len(stored) == 0 || string(stored) == "{}" {
 		return nil, nil
 	}
-	key := strconv.FormatInt(endpointID, 10) + " " + string(stored) // values are sealed per endpoint
-	if h, ok := w.headers.Load(key); ok {
-		return h.(http.Header), nil
+	if v, ok := w.headers.Load(endpointID); ok {
+		if e := v.(headerEntry); e.stored == string(stored) {
+			return e.header, nil
+		}
 	}
 	m, err := w.box.OpenHeaders(endpointID, stored)
 	if err != nil {
@@ -126,8 +126,15 @@ func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.H
 			h.Set(k, v)
 		}
 	}
-	w.headers.Store(key, h)
+	w.headers.Store(endpointID, headerEntry{stored: string(stored), header: h})
 	return h, nil
+}
+
+// headerEntry is an endpoint's opened custom headers and the stored value
+// they came from.
+type headerEntry struct {
+	stored string
+	header http.Header // never modified
 }
 
 // renderPostback builds a postback URL; it returns the substituted payload

@@ -105,7 +105,7 @@ type Worker struct {
 	recorder *latency.Recorder
 	secrets  secretCache
 	tmpls    sync.Map    // template string → *postback.Template
-	headers  sync.Map    // endpoint id + stored headers JSON → http.Header (opened once, never modified)
+	headers  sync.Map    // endpoint id → headerEntry
 	capped   atomic.Bool // the last claim had rate-limited or paused endpoints
 	log      *slog.Logger
 	now      func() time.Time
