@@ -239,10 +239,7 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	}
 	e, errs, err := s.editEndpoint(c.Request().Context(), id, apiKeyOf(c).actor(),
 		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
-			in, err := inputFromEndpoint(cur)
-			if err != nil {
-				return in, nil, err
-			}
+			in := inputFromEndpoint(cur)
 			base := in.Headers
 			in.Headers = nil
 			if err := decodeStrict(body, &in); err != nil {

@@ -110,10 +110,7 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := inputFromEndpoint(e)
-	if err != nil {
-		return err
-	}
+	in := inputFromEndpoint(e)
 	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
 		return err
 	}

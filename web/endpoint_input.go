@@ -77,8 +77,8 @@ type fieldError struct {
 var eventTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
 
 // inputFromEndpoint turns a stored endpoint back into input, the base a
-// PATCH or an edit form is applied to.
-func inputFromEndpoint(e db.Endpoint) (endpointInput, error) {
+// PATCH or an edit form is applied to. Header values come back masked.
+func inputFromEndpoint(e db.Endpoint) endpointInput {
 	in := endpointInput{
 		PartnerID:           e.PartnerID,
 		Name:                e.Name,
@@ -89,7 +89,7 @@ func inputFromEndpoint(e db.Endpoint) (endpointInput, error) {
 		SuccessBodyContains: e.SuccessBodyContains,
 		RatePerSec:          e.RatePerSec,
 	}
-	in.Headers = maskedHeaders(e.Headers) // an edit keeps what it sends back masked
+	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
 	in.MaxAttempts, in.TimeoutMs = ptr(e.MaxAttempts), ptr(e.TimeoutMs)
 	in.MaxInFlight, in.FailureThreshold = ptr(e.MaxInFlight), ptr(e.FailureThreshold)
@@ -98,7 +98,7 @@ func inputFromEndpoint(e db.Endpoint) (endpointInput, error) {
 	}
 	enabled := e.Enabled
 	in.Enabled = &enabled
-	return in, nil
+	return in
 }
 
 // validateEndpoint checks every field and returns the normalised
