@@ -11,6 +11,12 @@
 -- so that a large backlog on one cannot starve the others; within an
 -- endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
 -- claims by other replicas take other rows instead of waiting.
+--
+-- The plan is cached (see ClaimSettings), so it must not depend on how many
+-- rows are picked: the picked ids reach the UPDATE as an array, which the
+-- planner always treats as a handful of primary-key lookups. Joined to
+-- picked as a table instead, a cached plan sometimes assumed thousands of
+-- rows and hashed a scan of the whole events table on every claim.
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
@@ -54,8 +60,8 @@ UPDATE deliveries d
 SET status = 'in_flight',
     lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
     lease_owner = @worker_id::text
-FROM picked p, events ev, endpoints e
-WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+FROM events ev, endpoints e
+WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
@@ -292,4 +298,11 @@ SELECT pg_advisory_xact_lock(7270736901);
 -- the completion commits synchronously, which flushes all WAL before it,
 -- the claim included. Events are committed synchronously at ingest. What it
 -- saves is a disk flush per claim on the claim loop's critical path.
-SELECT set_config('synchronous_commit', 'off', true);
+--
+-- plan_cache_mode force_generic_plan: PostgreSQL would otherwise plan the
+-- claim afresh on every call (its custom plans look cheaper than the
+-- generic one), and planning it costs as much as claiming dozens of rows.
+-- DeliveryClaim is written so that its cached plan is a good one whatever
+-- the parameters.
+SELECT set_config('synchronous_commit', 'off', true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);

@@ -99,9 +99,9 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 }
 
 // claimRows runs the claim as one pipeline (one round trip, one implicit
-// transaction): its settings (asynchronous commit), the cross-replica claim
-// lock, then the claim itself in a new statement that sees every claim
-// committed before the lock was granted.
+// transaction): its settings (asynchronous commit, a cached plan), the
+// cross-replica claim lock, then the claim itself in a new statement that
+// sees every claim committed before the lock was granted.
 func (w *Worker) claimRows(ctx context.Context, arg db.DeliveryClaimParams) ([]claimed, error) {
 	conn, err := w.pool.Acquire(ctx)
 	if err != nil {
