@@ -639,6 +639,7 @@ func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []stri
 	fs.IntVar(&o.PayloadBytes, "payload-bytes", 512, "event payload size")
 	fs.IntVar(&o.NaiveConcurrency, "naive-concurrency", 64, "connections of the naive one-row worker")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "use this database (its hookline tables are truncated) instead of a private cluster")
+	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "how long the loopback receiver takes to answer (e.g. 20ms, a typical partner)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
 	if err := fs.Parse(args); err != nil {
 		return err

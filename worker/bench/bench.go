@@ -47,6 +47,9 @@ type Options struct {
 	NaiveConcurrency int
 	// NaiveDuration is how long the naive worker runs (default 10 s).
 	NaiveDuration time.Duration
+	// ReceiverDelay is how long the receiver takes to answer (default 0:
+	// the CPU-bound case). Real partners take milliseconds to seconds.
+	ReceiverDelay time.Duration
 	// DatabaseURL, when set, is used instead of a private cluster (its
 	// data is truncated). Leave empty for the published figures: a fresh
 	// private cluster with fsync on.
@@ -143,7 +146,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 		return r, err
 	}
 
-	rcv, err := newReceiver()
+	rcv, err := newReceiver(o.ReceiverDelay)
 	if err != nil {
 		return r, err
 	}
@@ -154,8 +157,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	box, _ := secretbox.New(key, nil)
 	payload := makePayload(o.PayloadBytes)
 
-	fmt.Fprintf(out, "deliveries %d over %d endpoints, concurrency %d, payload %d B\n",
-		o.Deliveries, o.Endpoints, o.Concurrency, len(payload))
+	fmt.Fprintf(out, "deliveries %d over %d endpoints, concurrency %d, payload %d B, receiver answers after %s\n",
+		o.Deliveries, o.Endpoints, o.Concurrency, len(payload), o.ReceiverDelay)
 
 	// 1. The ceiling: the same signed requests, no database. It is
 	// measured before and after the worker, and the better of the two is
@@ -231,7 +234,7 @@ type receiver struct {
 	count atomic.Int64
 }
 
-func newReceiver() (*receiver, error) {
+func newReceiver(delay time.Duration) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -239,6 +242,9 @@ func newReceiver() (*receiver, error) {
 	r := &receiver{url: "http://" + ln.Addr().String()}
 	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
+		if delay > 0 {
+			time.Sleep(delay)
+		}
 		r.count.Add(1)
 		w.WriteHeader(http.StatusOK)
 	}), ReadHeaderTimeout: 10 * time.Second}
