@@ -5,25 +5,33 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // claimed is a delivery this worker holds a lease on.
 type claimed = db.DeliveryClaimRow
 
-// claimLoop claims due deliveries whenever there is room for more sends,
-// until ctx ends. It wakes on NOTIFY, on a finished send, and on the poll
-// interval; after a full batch it claims again at once, since more work is
-// probably due.
-func (w *Worker) claimLoop(ctx, sendCtx context.Context) {
+// claimLoop claims due deliveries whenever there is room for them, until
+// ctx ends, and queues them for the senders. It wakes on NOTIFY, on a
+// finished send, and on the poll interval; after a full batch it claims
+// again at once, since more work is probably due.
+//
+// Room is the send slots plus the local queue (see Worker.queue): claiming
+// while every sender is still busy means a sender that finishes starts its
+// next delivery at once instead of idling through a claim's round trip.
+// With partners that take 20 ms to answer that is about a fifth more
+// deliveries per second from the same concurrency.
+func (w *Worker) claimLoop(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	failures := 0
+	capacity := w.cfg.Concurrency + cap(w.queue)
 	// Claiming a handful of rows costs nearly as much as claiming hundreds,
-	// so under load the loop waits until a quarter of the slots are free.
-	minClaim := max(1, min(w.cfg.ClaimBatch, w.cfg.Concurrency)/4)
+	// so under load the loop waits until half the queue has drained.
+	minClaim := max(1, cap(w.queue)/2)
 	for {
 		busy := int(w.busy.Load())
-		room := w.cfg.Concurrency - busy
+		room := capacity - busy
 		full := false
 		if room >= minClaim || (room > 0 && busy == 0) {
 			n := min(room, w.cfg.ClaimBatch)
@@ -38,8 +46,10 @@ func (w *Worker) claimLoop(ctx, sendCtx context.Context) {
 				}
 			default:
 				failures = 0
+				at := time.Now()
+				w.busy.Add(int64(len(rows)))
 				for i := range rows {
-					w.dispatch(sendCtx, rows[i])
+					w.queue <- queued{d: rows[i], at: at} // room was checked: never blocks for long
 				}
 				full = len(rows) == n
 			}
@@ -114,8 +124,35 @@ func (w *Worker) claimRows(ctx context.Context, arg db.DeliveryClaimParams) ([]c
 	return q.DeliveryClaim(ctx, arg)
 }
 
-// dispatch sends one claimed delivery on its own goroutine; the result goes
-// to the completer. The goroutine is owned by Run through w.inflight.
+// queued is a claimed delivery waiting for a sender.
+type queued struct {
+	d  claimed
+	at time.Time // when it was claimed (monotonic)
+}
+
+// sendLoop is one of Concurrency senders: it sends queued deliveries until
+// the queue is closed. A delivery still queued when claiming has stopped
+// (shutdown), or queued for half the lease margin (every sender stuck on
+// slow partners), goes back to the queue unsent and without using an
+// attempt, so a send never starts late enough to outlive its lease.
+func (w *Worker) sendLoop(claimCtx, sendCtx context.Context) {
+	for q := range w.queue {
+		var o outcome
+		if claimCtx.Err() != nil || time.Since(q.at) > w.cfg.LeaseMargin/2 {
+			now := w.now()
+			o = outcome{d: q.d, res: sender.Result{ErrorClass: sender.ClassCanceled, Started: now}, finished: now}
+		} else {
+			o = w.deliver(sendCtx, q.d)
+		}
+		w.results <- o
+		w.busy.Add(-1)
+		signal(w.freed)
+	}
+}
+
+// dispatch sends one claimed delivery (a breaker probe) on its own
+// goroutine, outside the queue; the result goes to the completer. The
+// goroutine is owned by Run through w.inflight.
 func (w *Worker) dispatch(ctx context.Context, d claimed) {
 	w.busy.Add(1)
 	w.inflight.Add(1)

@@ -192,3 +192,52 @@ func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
 		t.Fatalf("cancelled sends recorded %d attempts", n)
 	}
 }
+
+// TestQueuedTooLongGoesBackUnsent: a claimed delivery that waited in the
+// local queue for half the lease margin (every sender stuck on slow
+// partners) is not sent so late that it could outlive its lease: it goes
+// back to the queue due now, without using an attempt. So does one still
+// queued when the worker stops claiming.
+func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.endpoint(endpointOpts{url: rcv.URL, maxAttempts: 1})
+	e.events(3, "order.created", `{}`)
+	w := e.worker(nil)
+	rows, err := w.claim(context.Background(), 10)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	w.queue <- queued{d: rows[0], at: time.Now().Add(-w.cfg.LeaseMargin)} // waited too long
+	w.queue <- queued{d: rows[1], at: time.Now()}                         // fresh: sent
+	close(w.queue)
+	w.sendLoop(context.Background(), context.Background())
+	w.queue = make(chan queued, 1)
+	w.queue <- queued{d: rows[2], at: time.Now()} // claiming has stopped
+	close(w.queue)
+	w.sendLoop(stopped, context.Background())
+	close(w.results)
+	w.completer()
+
+	if n := rcv.count.Load(); n != 1 {
+		t.Fatalf("receiver got %d requests, want 1", n)
+	}
+	for _, i := range []int{0, 2} {
+		var status string
+		var attempts int32
+		if err := e.pool.QueryRow(context.Background(), "SELECT status, attempt_count FROM deliveries WHERE id = $1", rows[i].ID).Scan(&status, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		if status != "failed" || attempts != 0 {
+			t.Fatalf("unsent delivery %d is %s with %d attempts, want failed (due again) with 0", i, status, attempts)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'"); n != 1 {
+		t.Fatalf("delivered = %d, want 1", n)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'"); n != 0 {
+		t.Fatalf("%d left in flight", n)
+	}
+}

@@ -115,7 +115,10 @@ type Worker struct {
 	id       string
 	metrics  *Metrics
 
-	busy     atomic.Int64  // sends in flight in this process
+	busy atomic.Int64 // claimed deliveries not yet sent and recorded: queued or in flight
+	// queue holds claimed deliveries for the senders, at most
+	// min(ClaimBatch, Concurrency) of them.
+	queue    chan queued
 	freed    chan struct{} // a send finished (claim loop may claim again)
 	wake     chan struct{} // NOTIFY arrived
 	results  chan outcome  // senders → completer
@@ -184,6 +187,7 @@ func New(cfg Config) (*Worker, error) {
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
+		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
 	}
 	if w.send == nil {
 		ua := cfg.UserAgent
@@ -240,8 +244,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
 
+	for range w.cfg.Concurrency {
+		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })
+	}
 	w.log.Info("worker started", "concurrency", w.cfg.Concurrency)
-	w.claimLoop(ctx, sendCtx)
+	w.claimLoop(ctx)
+	close(w.queue) // the senders finish what they hold, release what is queued, and exit
 
 	// Shutdown. Nothing new is claimed from here on.
 	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.busy.Load(), "grace", w.cfg.ShutdownGrace)
