@@ -43,7 +43,9 @@ type Config struct {
 
 	// Concurrency bounds the sends in flight in this process (default 256).
 	Concurrency int
-	// ClaimBatch bounds the rows one claim takes (default 256).
+	// ClaimBatch bounds the rows one claim takes (default 256), and with
+	// Concurrency the local queue of claimed deliveries waiting for a
+	// sender (min of the two).
 	ClaimBatch int
 	// PollInterval is the backstop when no notification arrives (default
 	// 1 s; DESIGN requires at most 1 s).
