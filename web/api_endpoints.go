@@ -228,6 +228,8 @@ func (s *Server) apiEndpointGet(c echo.Context) error {
 
 // apiEndpointPatch: PATCH /api/v1/endpoints/:id — the given fields are
 // merged onto the stored configuration, and the result is validated whole.
+// Headers merge by name: a value sets one, null deletes one, "********"
+// keeps the stored value.
 func (s *Server) apiEndpointPatch(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
@@ -245,7 +247,18 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 			if err := decodeStrict(body, &in); err != nil {
 				return in, nil, err
 			}
+			// A null header value deletes that header (JSON merge patch);
+			// decoded into in.Headers it would read as "".
+			var nulls struct {
+				Headers map[string]*string `json:"headers"`
+			}
+			_ = json.Unmarshal(body, &nulls) // the strict decode above accepted it
 			in.Headers = mergeHeaders(base, in.Headers)
+			for name, v := range nulls.Headers {
+				if v == nil {
+					deleteHeader(in.Headers, name)
+				}
+			}
 			return in, nil, nil
 		})
 	if err != nil {

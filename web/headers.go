@@ -27,21 +27,27 @@ func maskedHeaders(stored json.RawMessage) map[string]string {
 }
 
 // mergeHeaders applies a PATCH's headers to the stored ones: a name given
-// (in any letter case) replaces the stored header, others stay.
+// (in any letter case) replaces the stored header, others stay. (Deleting
+// with null is the caller's: decoded into a map of strings it reads "".)
 func mergeHeaders(base, patch map[string]string) map[string]string {
 	out := make(map[string]string, len(base)+len(patch))
 	for name, value := range base {
 		out[name] = value
 	}
 	for name, value := range patch {
-		for old := range out {
-			if strings.EqualFold(old, name) {
-				delete(out, old)
-			}
-		}
+		deleteHeader(out, name)
 		out[name] = value
 	}
 	return out
+}
+
+// deleteHeader removes a header by name, in any letter case.
+func deleteHeader(headers map[string]string, name string) {
+	for old := range headers {
+		if strings.EqualFold(old, name) {
+			delete(headers, old)
+		}
+	}
 }
 
 // unmaskHeaders replaces each maskedValue in headers with the value stored

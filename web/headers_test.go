@@ -68,6 +68,14 @@ func TestCustomHeadersAreSealedAndWriteOnly(t *testing.T) {
 	if _, plain = stored(); !maps.Equal(plain, map[string]string{"authorization": "Bearer tok-123", "X-Account": "acct-43"}) {
 		t.Fatalf("after PATCH: %v", plain)
 	}
+	// null deletes a header; the others stay.
+	mustStatus(t, env.do(http.MethodPatch, fmt.Sprintf("/api/v1/endpoints/%d", e.ID), map[string]any{
+		"headers": map[string]any{"x-account": nil}}), http.StatusOK)
+	if _, plain = stored(); !maps.Equal(plain, map[string]string{"authorization": "Bearer tok-123"}) {
+		t.Fatalf("after deleting X-Account: %v", plain)
+	}
+	mustStatus(t, env.do(http.MethodPatch, fmt.Sprintf("/api/v1/endpoints/%d", e.ID), map[string]any{
+		"headers": map[string]any{"X-Account": "acct-43"}}), http.StatusOK)
 	// A mask for a header that has no stored value is refused, and nothing changes.
 	rawBefore, _ := stored()
 	mustError(t, env.do(http.MethodPatch, fmt.Sprintf("/api/v1/endpoints/%d", e.ID), map[string]any{
