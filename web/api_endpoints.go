@@ -79,6 +79,15 @@ func endpointView(e db.Endpoint) endpointJSON {
 	}
 }
 
+// endpointFullView is an endpoint with its partner's name and its health,
+// as the list and the single-endpoint reads answer.
+func endpointFullView(e db.Endpoint, partnerName string, h db.EndpointHealth) endpointJSON {
+	v := endpointView(e)
+	v.PartnerName = partnerName
+	v.Health = healthView(h)
+	return v
+}
+
 func healthView(h db.EndpointHealth) *healthJSON {
 	v := &healthJSON{
 		State: h.State, Paused: h.Paused, PausedUntil: h.PausedUntil,
@@ -202,10 +211,7 @@ func (s *Server) apiEndpointList(c echo.Context) error {
 	}
 	out := make([]endpointJSON, 0, len(rows))
 	for _, r := range rows {
-		v := endpointView(r.Endpoint)
-		v.PartnerName = r.PartnerName
-		v.Health = healthView(r.EndpointHealth)
-		out = append(out, v)
+		out = append(out, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"endpoints": out})
 }
@@ -220,10 +226,7 @@ func (s *Server) apiEndpointGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := endpointView(r.Endpoint)
-	v.PartnerName = r.PartnerName
-	v.Health = healthView(r.EndpointHealth)
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth))
 }
 
 // apiEndpointPatch: PATCH /api/v1/endpoints/:id — the given fields are

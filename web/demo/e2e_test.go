@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,24 +32,6 @@ const promise = 10 * time.Second
 // slack absorbs a loaded test machine (make test runs packages in
 // parallel, under -race); the measured times are logged.
 const slack = 10 * time.Second
-
-// lockedBuffer collects the demo's log lines from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // apiCall calls the hookline API and decodes a 2xx answer into out.
 func apiCall(t *testing.T, base, key, method, path string, in, out any) {
@@ -136,7 +117,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs demo.LogBuffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("demo log:\n%s", logs.String())
