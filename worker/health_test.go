@@ -1,16 +1,12 @@
 package worker
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/worker/signing/verifytest"
 )
 
 // TestRateLimitHoldsWithFrozenClock: with time frozen, an endpoint limited to
@@ -126,7 +122,7 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 // overlap verify with the official npm verifier holding either secret; once
 // the old secret expires, only the new one verifies.
 func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
-	node := officialVerifier(t)
+	node := verifytest.Require(t)
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, oldSecret := e.endpoint(endpointOpts{url: rcv.URL})
@@ -152,7 +148,7 @@ func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
 		t.Fatalf("%d signatures after the overlap, want 1", n)
 	}
 
-	got := runVerifier(t, node, []verifierCase{
+	got := verifytest.Run(t, node, []verifytest.Case{
 		caseOf(oldSecret, during), caseOf(newSecret, during),
 		caseOf(oldSecret, after), caseOf(newSecret, after),
 		{Secret: newSecret, Headers: caseOf(newSecret, after).Headers, Body: `{"during":"tampered"}`},
@@ -169,60 +165,8 @@ func countSignatures(r received) int {
 	return len(strings.Fields(r.Header.Get("webhook-signature")))
 }
 
-type verifierCase struct {
-	Secret  string            `json:"secret"`
-	Headers map[string]string `json:"headers"`
-	Body    string            `json:"body"`
-}
-
-type verifierResult struct {
-	Accepted bool   `json:"accepted"`
-	Error    string `json:"error"`
-}
-
-func caseOf(secret string, r received) verifierCase {
-	return verifierCase{Secret: secret, Body: string(r.Body), Headers: map[string]string{
+func caseOf(secret string, r received) verifytest.Case {
+	return verifytest.Case{Secret: secret, Body: string(r.Body), Headers: map[string]string{
 		"webhook-id": r.Header.Get("webhook-id"), "webhook-timestamp": r.Header.Get("webhook-timestamp"),
 		"webhook-signature": r.Header.Get("webhook-signature")}}
-}
-
-var verifierDir = filepath.Join("signing", "testdata", "verify")
-
-// officialVerifier finds node and the pinned standardwebhooks package
-// (npm ci --prefix worker/signing/testdata/verify); in CI their absence is a
-// failure.
-func officialVerifier(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(verifierDir, "node_modules", "standardwebhooks"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("official verifier unavailable: %v", err)
-		}
-		t.Skipf("official verifier unavailable (%v): run npm ci --prefix worker/signing/testdata/verify", err)
-	}
-	return node
-}
-
-var verifierMu sync.Mutex
-
-func runVerifier(t *testing.T, node string, cases []verifierCase) []verifierResult {
-	t.Helper()
-	verifierMu.Lock()
-	defer verifierMu.Unlock()
-	in, _ := json.Marshal(cases)
-	cmd := exec.Command(node, "verify.mjs")
-	cmd.Dir = verifierDir
-	cmd.Stdin = bytes.NewReader(in)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("verify.mjs: %v", err)
-	}
-	var res []verifierResult
-	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(cases) {
-		t.Fatalf("verify.mjs output %q: %v", out, err)
-	}
-	return res
 }
