@@ -69,20 +69,9 @@ func artifactsDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("HOOKLINE_ARTIFACTS")
 	if dir == "" {
-		wd, err := os.Getwd()
+		root, err := filepath.Abs("..") // go test runs this package in web/
 		if err != nil {
 			t.Fatal(err)
-		}
-		root := wd
-		for {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(root)
-			if parent == root {
-				t.Fatalf("no go.mod above %s", wd)
-			}
-			root = parent
 		}
 		dir = filepath.Join(root, "test-artifacts")
 	}
