@@ -63,12 +63,14 @@ type Options struct {
 // Report holds one run's figures.
 type Report struct {
 	Options
-	Raw, Worker, Naive Phase
-	Ingest             Phase // queueing the deliveries through the ingest statements
+	Raw, Worker, Bare, Naive Phase
+	Ingest                   Phase // queueing the deliveries through the ingest statements
 	// CPU time per request (raw) and per delivery (worker) of this process,
 	// which holds the receiver too, and per delivery of the private
 	// PostgreSQL cluster (0 with DatabaseURL).
 	RawCPU, WorkerCPU, DatabaseCPU time.Duration
+	// The same for the bare worker.
+	BareCPU, BareDatabaseCPU time.Duration
 }
 
 // Phase is one measurement.
@@ -204,7 +206,35 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	}
 	fmt.Fprintln(out, cpu)
 
-	// 3. The naive worker on the same queue, re-queued.
+	// 3. The bare batched worker on the same queue, re-queued.
+	if err := reset(ctx, pool); err != nil {
+		return r, err
+	}
+	if _, err := queue(ctx, pool, o, payload); err != nil {
+		return r, err
+	}
+	urls, err := endpointURLs(ctx, pool)
+	if err != nil {
+		return r, err
+	}
+	c3 := sampleCPU(postmaster)
+	if r.Bare, err = bare(ctx, pool, guard, rcv, o, urls); err != nil {
+		return r, fmt.Errorf("bare: %w", err)
+	}
+	c4 := sampleCPU(postmaster)
+	r.BareCPU = perItem(c3.self, c4.self, r.Bare.Count)
+	if c3.dbOK && c4.dbOK {
+		r.BareDatabaseCPU = perItem(c3.db, c4.db, r.Bare.Count)
+	}
+	fmt.Fprintf(out, "  bare batched worker %8.0f deliveries/s  (%.2f × raw; hookline = %.2f × bare)\n",
+		r.Bare.PerSecond(), r.Bare.PerSecond()/r.Raw.PerSecond(), r.Worker.PerSecond()/r.Bare.PerSecond())
+	cpu = fmt.Sprintf("  CPU per delivery    bare process %.1f µs", us(r.BareCPU))
+	if r.BareDatabaseCPU > 0 {
+		cpu += fmt.Sprintf(", PostgreSQL %.1f µs", us(r.BareDatabaseCPU))
+	}
+	fmt.Fprintln(out, cpu)
+
+	// 4. The naive worker on the same queue, re-queued.
 	if err := reset(ctx, pool); err != nil {
 		return r, err
 	}

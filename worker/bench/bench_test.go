@@ -23,13 +23,13 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if r.Raw.Count != 400 || r.Worker.Count != 400 || r.Naive.Count == 0 || r.Worker.PerSecond() <= 0 {
+	if r.Raw.Count != 400 || r.Worker.Count != 400 || r.Bare.Count != 400 || r.Naive.Count == 0 || r.Worker.PerSecond() <= 0 {
 		t.Fatalf("report %+v", r)
 	}
-	if r.WorkerCPU <= 0 || r.RawCPU <= 0 {
+	if r.WorkerCPU <= 0 || r.RawCPU <= 0 || r.BareCPU <= 0 {
 		t.Fatalf("CPU per delivery %v, per raw request %v", r.WorkerCPU, r.RawCPU)
 	}
-	for _, want := range []string{"raw loopback HTTP", "hookline worker", "CPU per delivery", "naive one-row"} {
+	for _, want := range []string{"raw loopback HTTP", "hookline worker", "CPU per delivery", "bare batched worker", "naive one-row"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
