@@ -27,11 +27,14 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	e.run(w)
 	ctx := context.Background()
 
-	// Backoff is 1 s (floor) with jitter 0: advance a second per attempt.
-	for i := 1; i <= 3; i++ {
-		e.waitFor("attempt", func() bool { return rcv.count.Load() == int64(i) })
-		e.waitFor("recorded", func() bool { return e.count("SELECT count(*) FROM delivery_attempts") == i })
-		clk.Advance(time.Second)
+	// Three of the ten deliveries fail one after another: each failure is
+	// retried a second later (the backoff floor, jitter 0, and the clock
+	// stands still), so the next delivery due is another of the ten. The
+	// third failure opens the breaker in the transaction that records it,
+	// before the in-flight cap of 1 lets a fourth be claimed.
+	e.waitFor("three attempts recorded", func() bool { return e.count("SELECT count(*) FROM delivery_attempts") == 3 })
+	if n := e.count("SELECT count(DISTINCT delivery_id) FROM delivery_attempts"); n != 3 || rcv.count.Load() != 3 {
+		t.Fatalf("%d requests for %d deliveries before the breaker opened, want 3 and 3", rcv.count.Load(), n)
 	}
 	h := e.health(epID)
 	if h.State != "open" || h.ConsecutiveFailures != 3 || h.CooldownSeconds != 300 {
