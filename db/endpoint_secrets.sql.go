@@ -11,9 +11,14 @@ import (
 )
 
 const endpointSecretCreate = `-- name: EndpointSecretCreate :one
-INSERT INTO endpoint_secrets (endpoint_id, ciphertext)
-VALUES ($1, $2)
-RETURNING id, endpoint_id, created_at, expires_at
+WITH s AS (
+    INSERT INTO endpoint_secrets (endpoint_id, ciphertext)
+    VALUES ($1, $2)
+    RETURNING id, endpoint_id, created_at, expires_at
+), v AS (
+    UPDATE endpoints e SET secret_version = s.id FROM s WHERE e.id = s.endpoint_id
+)
+SELECT id, endpoint_id, created_at, expires_at FROM s
 `
 
 type EndpointSecretCreateParams struct {
@@ -28,6 +33,8 @@ type EndpointSecretCreateRow struct {
 	ExpiresAt  *time.Time
 }
 
+// Adds a secret and makes it the endpoint's secret_version in the same
+// statement, so no path can add one without the worker noticing.
 func (q *Queries) EndpointSecretCreate(ctx context.Context, arg EndpointSecretCreateParams) (EndpointSecretCreateRow, error) {
 	row := q.db.QueryRow(ctx, endpointSecretCreate, arg.EndpointID, arg.Ciphertext)
 	var i EndpointSecretCreateRow

@@ -20,7 +20,7 @@ INSERT INTO endpoints (
     $9, $10, $11, $12, $13,
     $14, $15
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
 `
 
 type EndpointCreateParams struct {
@@ -82,6 +82,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretVersion,
 	)
 	return i, err
 }
@@ -105,7 +106,7 @@ func (q *Queries) EndpointDisable(ctx context.Context, arg EndpointDisableParams
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -131,12 +132,13 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretVersion,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -163,12 +165,13 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretVersion,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -204,6 +207,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.DisabledReason,
 		&i.Endpoint.CreatedAt,
 		&i.Endpoint.UpdatedAt,
+		&i.Endpoint.SecretVersion,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -284,7 +288,7 @@ func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeader
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -329,6 +333,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.DisabledReason,
 			&i.Endpoint.CreatedAt,
 			&i.Endpoint.UpdatedAt,
+			&i.Endpoint.SecretVersion,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -367,7 +372,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
 `
 
 type EndpointSetHeadersParams struct {
@@ -401,6 +406,7 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretVersion,
 	)
 	return i, err
 }
@@ -414,7 +420,7 @@ UPDATE endpoints SET
     success_body_contains = $12,
     enabled = $13, disabled_reason = $14, updated_at = now()
 WHERE id = $15
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
 `
 
 type EndpointUpdateParams struct {
@@ -475,6 +481,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretVersion,
 	)
 	return i, err
 }

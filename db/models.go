@@ -87,6 +87,7 @@ type Endpoint struct {
 	DisabledReason      string
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	SecretVersion       int64
 }
 
 type EndpointHealth struct {

@@ -116,7 +116,7 @@ WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id 
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          (SELECT max(s.id) FROM endpoint_secrets s WHERE s.endpoint_id = e.id)::bigint AS secret_version
+          e.secret_version
 `
 
 type DeliveryClaimParams struct {
@@ -244,7 +244,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          (SELECT max(s.id) FROM endpoint_secrets s WHERE s.endpoint_id = e.id)::bigint AS secret_version
+          e.secret_version
 `
 
 type DeliveryClaimProbesParams struct {

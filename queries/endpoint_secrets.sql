@@ -1,7 +1,14 @@
 -- name: EndpointSecretCreate :one
-INSERT INTO endpoint_secrets (endpoint_id, ciphertext)
-VALUES (@endpoint_id, @ciphertext)
-RETURNING id, endpoint_id, created_at, expires_at;
+-- Adds a secret and makes it the endpoint's secret_version in the same
+-- statement, so no path can add one without the worker noticing.
+WITH s AS (
+    INSERT INTO endpoint_secrets (endpoint_id, ciphertext)
+    VALUES (@endpoint_id, @ciphertext)
+    RETURNING id, endpoint_id, created_at, expires_at
+), v AS (
+    UPDATE endpoints e SET secret_version = s.id FROM s WHERE e.id = s.endpoint_id
+)
+SELECT id, endpoint_id, created_at, expires_at FROM s;
 
 -- name: EndpointSecretExpireCurrent :exec
 -- Starts a rotation overlap: every unexpired secret of the endpoint other

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/signing/verifytest"
 )
 
@@ -158,6 +160,44 @@ func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
 		if got[i].Accepted != want[i] {
 			t.Errorf("case %d: accepted=%v (%s), want %v", i, got[i].Accepted, got[i].Error, want[i])
 		}
+	}
+}
+
+// TestRotationReachesARunningWorker: a worker that has already signed with
+// an endpoint's secret signs the next delivery after a rotation with both
+// secrets, new first. The worker caches decrypted secrets and reloads them
+// only when a claim returns a new secret_version, which adding a secret
+// must move.
+func TestRotationReachesARunningWorker(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	epID, oldSecret := e.endpoint(endpointOpts{url: rcv.URL})
+	e.run(e.worker(nil))
+	e.events(1, "order.created", `{"n":1}`)
+	e.waitFor("first", func() bool { return rcv.count.Load() == 1 })
+	if n := countSignatures(rcv.all()[0]); n != 1 {
+		t.Fatalf("%d signatures before the rotation, want 1", n)
+	}
+
+	newSecret := e.rotate(epID, time.Hour)
+	e.events(1, "order.created", `{"n":2}`)
+	e.waitFor("second", func() bool { return rcv.count.Load() == 2 })
+	after := rcv.all()[1]
+	var keys [][]byte
+	for _, secret := range []string{newSecret, oldSecret} {
+		key, err := signing.ParseSecret(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	unix, err := strconv.ParseInt(after.Header.Get("webhook-timestamp"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := signing.Sign(keys, after.Header.Get("webhook-id"), time.Unix(unix, 0), after.Body)
+	if got := after.Header.Get("webhook-signature"); got != want {
+		t.Fatalf("signature after the rotation %q, want %q (new secret, then old)", got, want)
 	}
 }
 
