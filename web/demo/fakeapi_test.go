@@ -215,6 +215,7 @@ type fakeAPI struct {
 	partners  []map[string]any
 	endpoints []map[string]any
 	events    []map[string]any // every event of every batch, in order
+	batches   []int            // the size of every batch, in order
 	keys      map[string]bool  // idempotency keys seen
 	calls     []string         // "METHOD /path"
 	// failNext makes the next batches answer with this status (and counts down).
@@ -240,6 +241,16 @@ func (f *fakeAPI) allEvents() []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.events)
+}
+
+// lastBatch is the size of the last batch received (0 before any).
+func (f *fakeAPI) lastBatch() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.batches) == 0 {
+		return 0
+	}
+	return f.batches[len(f.batches)-1]
 }
 
 func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
@@ -354,6 +365,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			res[status] = res[status].(int) + 1
 			results = append(results, map[string]any{"status": status, "id": "0190b1c2-0000-7000-8000-000000000001", "deliveries": []any{}})
 		}
+		f.batches = append(f.batches, len(results))
 		res["results"] = results
 		f.answer(w, r, "/api/v1/events/batch", 202, res)
 	default:

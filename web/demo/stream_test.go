@@ -170,10 +170,13 @@ func TestStream(t *testing.T) {
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			json.Unmarshal([]byte(line), &last)
 		}
-		// The batch in flight when the context ended reached the fake but
-		// its answer did not reach the stream.
-		if got, _ := last["accepted"].(float64); got > float64(len(events)) || got < float64(len(events)-10) {
-			t.Errorf("final accepted = %v, want about %d", got, len(events))
+		// The batch in flight when the context ended may have reached the
+		// fake without its answer reaching the stream. On a loaded machine
+		// the stream catches up in one larger batch, so that batch can be
+		// any size.
+		got, _ := last["accepted"].(float64)
+		if all, inFlight := len(events), api.lastBatch(); got != float64(all) && got != float64(all-inFlight) {
+			t.Errorf("final accepted = %v, want %d, or %d without the last batch", got, all, all-inFlight)
 		}
 		for _, e := range events {
 			p := obj(e["payload"])
