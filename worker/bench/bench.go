@@ -177,6 +177,9 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if err := seed(ctx, pool, box, rcv, o); err != nil {
 		return r, err
 	}
+	if err := warmUp(ctx, pool, key, guard, rcv, o, payload); err != nil {
+		return r, fmt.Errorf("warm-up: %w", err)
+	}
 	if r.Ingest, err = queue(ctx, pool, o, payload); err != nil {
 		return r, fmt.Errorf("queue: %w", err)
 	}
@@ -385,6 +388,26 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	// builds up.
 	_, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events; ANALYZE endpoints; ANALYZE endpoint_health")
 	return Phase{Count: o.Deliveries, Duration: d}, err
+}
+
+// warmUp drains a small queue with hookline's worker, untimed, and empties
+// the tables again. The first phase on a fresh cluster pays for what later
+// ones find ready: new WAL segment files, cold caches, first plans. Run
+// first, the bare worker spent 68-71 µs of PostgreSQL CPU per delivery
+// against 46-60 µs when it ran after hookline's worker; the phases measured
+// here should all find the database as a running service does.
+func warmUp(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Guard, rcv *receiver, o Options, payload []byte) error {
+	w := o
+	w.Deliveries = max(o.Endpoints, min(o.Deliveries/4, 5000))
+	w.Deliveries -= w.Deliveries % o.Endpoints
+	w.CPUProfile = nil
+	if _, err := queue(ctx, pool, w, payload); err != nil {
+		return err
+	}
+	if _, err := runWorker(ctx, pool, key, guard, rcv, w); err != nil {
+		return err
+	}
+	return reset(ctx, pool)
 }
 
 func reset(ctx context.Context, pool *pgxpool.Pool) error {
