@@ -185,15 +185,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if r.Ingest, err = queue(ctx, pool, o, payload); err != nil {
 		return r, fmt.Errorf("queue: %w", err)
 	}
-	c1 := sampleCPU(postmaster)
-	if r.Worker, err = runWorker(ctx, pool, key, guard, rcv, o); err != nil {
+	r.Worker, r.WorkerCPU, r.DatabaseCPU, err = measured(postmaster, func() (Phase, error) {
+		return runWorker(ctx, pool, key, guard, rcv, o)
+	})
+	if err != nil {
 		return r, fmt.Errorf("worker: %w", err)
 	}
-	c2 := sampleCPU(postmaster)
-	r.WorkerCPU = perItem(c1.self, c2.self, r.Worker.Count)
-	if c1.dbOK && c2.dbOK {
-		r.DatabaseCPU = perItem(c1.db, c2.db, r.Worker.Count)
-	}
+	c2 := sampleCPU(0)
 	after, err := raw(ctx, guard, rcv, o, payload)
 	if err != nil {
 		return r, fmt.Errorf("raw: %w", err)
@@ -205,11 +203,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	fmt.Fprintf(out, "  raw loopback HTTP   %8.0f req/s  (best of %.0f before and %.0f after the worker)\n",
 		r.Raw.PerSecond(), before.PerSecond(), after.PerSecond())
 	fmt.Fprintf(out, "  hookline worker     %8.0f deliveries/s  (%.2f × raw)\n", r.Worker.PerSecond(), r.Worker.PerSecond()/r.Raw.PerSecond())
-	cpu := fmt.Sprintf("  CPU per delivery    hookline process %.1f µs (raw: %.1f µs per request)", us(r.WorkerCPU), us(r.RawCPU))
-	if r.DatabaseCPU > 0 {
-		cpu += fmt.Sprintf(", PostgreSQL %.1f µs", us(r.DatabaseCPU))
-	}
-	fmt.Fprintln(out, cpu)
+	printCPU(out, fmt.Sprintf("hookline process %.1f µs (raw: %.1f µs per request)", us(r.WorkerCPU), us(r.RawCPU)), r.DatabaseCPU)
 
 	// 3. The bare batched worker on the same queue, re-queued.
 	if err := reset(ctx, pool); err != nil {
@@ -222,22 +216,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	c3 := sampleCPU(postmaster)
-	if r.Bare, err = bare(ctx, pool, guard, rcv, o, urls); err != nil {
+	r.Bare, r.BareCPU, r.BareDatabaseCPU, err = measured(postmaster, func() (Phase, error) {
+		return bare(ctx, pool, guard, rcv, o, urls)
+	})
+	if err != nil {
 		return r, fmt.Errorf("bare: %w", err)
-	}
-	c4 := sampleCPU(postmaster)
-	r.BareCPU = perItem(c3.self, c4.self, r.Bare.Count)
-	if c3.dbOK && c4.dbOK {
-		r.BareDatabaseCPU = perItem(c3.db, c4.db, r.Bare.Count)
 	}
 	fmt.Fprintf(out, "  bare batched worker %8.0f deliveries/s  (%.2f × raw; hookline = %.2f × bare)\n",
 		r.Bare.PerSecond(), r.Bare.PerSecond()/r.Raw.PerSecond(), r.Worker.PerSecond()/r.Bare.PerSecond())
-	cpu = fmt.Sprintf("  CPU per delivery    bare process %.1f µs", us(r.BareCPU))
-	if r.BareDatabaseCPU > 0 {
-		cpu += fmt.Sprintf(", PostgreSQL %.1f µs", us(r.BareDatabaseCPU))
-	}
-	fmt.Fprintln(out, cpu)
+	printCPU(out, fmt.Sprintf("bare process %.1f µs", us(r.BareCPU)), r.BareDatabaseCPU)
 
 	// 4. The naive worker on the same queue, re-queued.
 	if err := reset(ctx, pool); err != nil {
@@ -255,6 +242,31 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// measured runs one worker phase and returns, with its result, the CPU
+// time per delivery of this process and of the private cluster (0 when the
+// cluster's processes are not known).
+func measured(postmaster int, run func() (Phase, error)) (p Phase, self, database time.Duration, err error) {
+	c1 := sampleCPU(postmaster)
+	if p, err = run(); err != nil {
+		return p, 0, 0, err
+	}
+	c2 := sampleCPU(postmaster)
+	self = perItem(c1.self, c2.self, p.Count)
+	if c1.dbOK && c2.dbOK {
+		database = perItem(c1.db, c2.db, p.Count)
+	}
+	return p, self, database, nil
+}
+
+// printCPU prints a CPU-per-delivery line, with PostgreSQL's share when known.
+func printCPU(out io.Writer, process string, database time.Duration) {
+	line := "  CPU per delivery    " + process
+	if database > 0 {
+		line += fmt.Sprintf(", PostgreSQL %.1f µs", us(database))
+	}
+	fmt.Fprintln(out, line)
+}
 
 func makePayload(n int) []byte {
 	base := `{"type":"conversion.approved","click_id":"c-0123456789","payout":12.50,"currency":"USD","pad":"`
