@@ -17,8 +17,10 @@ import (
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
-// bareBatch is the bare worker's claim and completion batch, hookline's
-// claim batch.
+// bareBatch is the bare worker's largest claim and completion batch. It is
+// large so that the bound is generous: on this project's machine the bare
+// worker reached 0.46-0.49 × raw with 256-row batches, 0.52-0.54 with
+// 1,024 and 0.54-0.57 with 2,048.
 const bareBatch = 2048
 
 // bare drains the queue with the least work a worker on a PostgreSQL queue
