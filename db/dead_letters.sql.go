@@ -12,6 +12,36 @@ import (
 	"github.com/google/uuid"
 )
 
+const deadLetterClusterCount = `-- name: DeadLetterClusterCount :one
+SELECT count(*)::bigint FROM deliveries d
+WHERE d.status = 'dead'
+  AND d.endpoint_id = $1
+  AND coalesce(d.last_error_class, '') = $2::text
+  AND coalesce(d.last_status_code, 0) = $3::int
+  AND d.dead_at >= $4::timestamptz
+`
+
+type DeadLetterClusterCountParams struct {
+	EndpointID int64
+	ErrorClass string
+	StatusCode int32
+	Since      time.Time
+}
+
+// How many dead letters one cluster holds since a time: its row's count,
+// kept current on the page while a replay of the cluster runs.
+func (q *Queries) DeadLetterClusterCount(ctx context.Context, arg DeadLetterClusterCountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterClusterCount,
+		arg.EndpointID,
+		arg.ErrorClass,
+		arg.StatusCode,
+		arg.Since,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deadLetterClusters = `-- name: DeadLetterClusters :many
 WITH dead AS (
     SELECT d.id, d.endpoint_id, coalesce(d.last_error_class, '') AS error_class,

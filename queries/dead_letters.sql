@@ -47,6 +47,16 @@ WHERE d.status = 'dead'
 ORDER BY d.dead_at DESC
 LIMIT @row_limit::int;
 
+-- name: DeadLetterClusterCount :one
+-- How many dead letters one cluster holds since a time: its row's count,
+-- kept current on the page while a replay of the cluster runs.
+SELECT count(*)::bigint FROM deliveries d
+WHERE d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND coalesce(d.last_error_class, '') = @error_class::text
+  AND coalesce(d.last_status_code, 0) = @status_code::int
+  AND d.dead_at >= @since::timestamptz;
+
 -- name: DeadLetterReplayIDs :many
 -- Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
 -- numbers keep counting, so the attempt log stays unambiguous), is due now

@@ -202,6 +202,8 @@ func TestBrowserReplayCluster(t *testing.T) {
 	tab.acceptConfirms()
 	tab.click(cluster + " [data-testid=replay-cluster]")
 	tab.waitUntil("the replay to be accepted", fmt.Sprintf(`%s?.textContent.trim() === "%d re-queued"`, sel("[data-testid=replay-requeued]"), n), stepTimeout)
+	// The re-queued dead letters leave the cluster: its row's count follows.
+	tab.waitUntil("the cluster's count to drop to 0", fmt.Sprintf(`%s?.textContent.trim() === "0"`, sel(cluster+" [data-testid=cluster-count]")), stepTimeout)
 	tab.screenshot("dead-letters-replaying")
 	tab.waitUntil("the progress to show every delivery delivered", fmt.Sprintf(`%s?.textContent.trim() === "%d delivered" && %s?.dataset.waiting === "0"`,
 		sel("[data-testid=replay-delivered]"), n, sel("[data-testid=replay-progress]")), 15*time.Second)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"strconv"
@@ -148,6 +149,11 @@ func (s *Server) deadLetterReplay(c echo.Context) error {
 		}
 	}
 	p := deadletters.Progress{EndpointID: endpointID, At: res.At, Requeued: int64(len(res.IDs)), Waiting: int64(len(res.IDs))}
+	if sel.Cluster != "" {
+		if err := s.withClusterCount(c.Request().Context(), &p, sel.Cluster, sel.Hours); err != nil {
+			return err
+		}
+	}
 	return s.render(c, http.StatusOK, deadletters.ProgressView(p))
 }
 
@@ -164,7 +170,35 @@ func (s *Server) replayProgress(c echo.Context) error {
 		return err
 	}
 	p := deadletters.Progress{EndpointID: id, At: at, Requeued: requeued, Delivered: r.Delivered, Waiting: r.Waiting, Dead: r.Dead}
+	if key := c.QueryParam("cluster"); key != "" {
+		hours, _ := strconv.Atoi(c.QueryParam("hours"))
+		if err := s.withClusterCount(c.Request().Context(), &p, key, hours); err != nil {
+			return err
+		}
+	}
 	return s.render(c, http.StatusOK, deadletters.ProgressView(p))
+}
+
+// withClusterCount adds to a cluster replay's progress how many dead letters
+// the cluster holds now in the page's window (hours, 24 when unset), so the
+// cluster row's count follows the replay: re-queued rows leave the cluster,
+// rows that die again with the same error come back.
+func (s *Server) withClusterCount(ctx context.Context, p *deadletters.Progress, key string, hours int) error {
+	k, ok := parseClusterKey(key)
+	if !ok {
+		return invalidField("cluster", "not a cluster key")
+	}
+	if hours < 1 || hours > maxClusterHours {
+		hours = 24
+	}
+	n, err := s.q.DeadLetterClusterCount(ctx, db.DeadLetterClusterCountParams{
+		EndpointID: k.EndpointID, ErrorClass: k.ErrorClass, StatusCode: k.StatusCode,
+		Since: s.now().Add(-time.Duration(hours) * time.Hour)})
+	if err != nil {
+		return err
+	}
+	p.Cluster, p.Hours, p.Remaining = key, hours, n
+	return nil
 }
 
 // parseLocalTime reads a datetime-local input (interpreted as UTC) or RFC 3339.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/hookline/hookline/views/deadletters"
 )
 
 func TestEndpointsPage(t *testing.T) {
@@ -174,6 +176,59 @@ func TestDeadLettersPageReplay(t *testing.T) {
 	}
 	if _, ok := testid(doc, "replay-progress").Attr("hx-get"); ok {
 		t.Fatal("progress keeps polling after everything is delivered")
+	}
+}
+
+// TestDeadLetterCountFollowsReplay: a cluster replay's answer, and each of
+// its progress polls, carry the cluster row's current count as an
+// out-of-band swap: re-queued dead letters leave the cluster, those that die
+// again with the same error come back.
+func TestDeadLetterCountFollowsReplay(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "crm", "kind": "webhook", "url": "https://crm.example/"})
+	env.seedDead(ep.ID, "http_status", 401, "5", times(time.Now().Add(-time.Hour), 3, time.Minute)...)
+	op := env.signIn(base, "op@example.com", "operator")
+	_, doc := op.get("/dead-letters")
+	key, _ := testid(doc, "cluster-row").Attr("data-cluster")
+	countID, _ := testid(doc, "cluster-count").Find("span").Attr("id")
+	if countID != deadletters.CountID(key) {
+		t.Fatalf("the count cell holds no element with id %q: %q", deadletters.CountID(key), countID)
+	}
+	oob := func(doc *goquery.Document) string {
+		t.Helper()
+		u := testid(doc, "cluster-count-update")
+		if id, _ := u.Attr("id"); id != countID || u.AttrOr("hx-swap-oob", "") != "true" {
+			t.Fatalf("no out-of-band count for %q in: %s", countID, doc.Text())
+		}
+		return u.Text()
+	}
+
+	_, doc = op.htmx(http.MethodPost, "/dead-letters/replay", url.Values{"cluster": {key}, "hours": {"24"}})
+	if got := oob(doc); got != "0" {
+		t.Fatalf("count right after the replay %q, want 0: all three were re-queued", got)
+	}
+	next, _ := testid(doc, "replay-progress").Attr("hx-get")
+	// Two are delivered; one dies again with the same error.
+	ctx := context.Background()
+	if _, err := env.pool.Exec(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = now()
+		WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 2)`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.pool.Exec(ctx, `UPDATE deliveries SET status = 'dead', dead_at = now()
+		WHERE endpoint_id = $1 AND status = 'pending'`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = op.get(next)
+	if got := oob(doc); got != "1" {
+		t.Fatalf("count after one died again %q, want 1", got)
+	}
+
+	// An endpoint-wide replay has no cluster row to follow.
+	_, doc = op.htmx(http.MethodPost, "/dead-letters/replay", url.Values{"endpoint_id": {fmt.Sprint(ep.ID)}})
+	if testid(doc, "cluster-count-update").Length() != 0 {
+		t.Fatal("an endpoint replay answered with a cluster count")
 	}
 }
 

@@ -67,7 +67,16 @@ type Progress struct {
 	Waiting    int64
 	Dead       int64
 	Target     string // the element id to keep swapping
+	// Cluster, when the replay took a whole cluster, is its key, and
+	// Remaining how many dead letters it holds now in the page's window of
+	// Hours: the view updates the cluster row's count with it.
+	Cluster   string
+	Hours     int
+	Remaining int64
 }
+
+// CountID is the fragment id of a cluster row's count.
+func CountID(key string) string { return RowID(key) + "-count" }
 
 // RowID is the fragment id of a cluster's row.
 func RowID(key string) string { return components.FragmentID("cluster", key) }
@@ -79,6 +88,10 @@ func ProgressURL(p Progress) string {
 	v.Set("at", p.At.UTC().Format(time.RFC3339Nano))
 	v.Set("requeued", strconv.FormatInt(p.Requeued, 10))
 	v.Set("target", p.Target)
+	if p.Cluster != "" {
+		v.Set("cluster", p.Cluster)
+		v.Set("hours", strconv.Itoa(p.Hours))
+	}
 	return "/dead-letters/progress?" + v.Encode()
 }
 
