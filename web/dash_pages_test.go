@@ -146,7 +146,11 @@ func TestEndpointPageActions(t *testing.T) {
 	}
 }
 
-func TestDeadLettersPageReplay(t *testing.T) {
+// deadLetterCluster seeds one cluster of three dead letters (401s, a
+// credentials pattern) and signs an operator in: it returns the operator's
+// first look at the dead letters page.
+func deadLetterCluster(t *testing.T) (*testEnv, *browser, endpointJSON, *goquery.Document) {
+	t.Helper()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -154,6 +158,11 @@ func TestDeadLettersPageReplay(t *testing.T) {
 	env.seedDead(ep.ID, "http_status", 401, "5", times(time.Now().Add(-time.Hour), 3, time.Minute)...)
 	op := env.signIn(base, "op@example.com", "operator")
 	_, doc := op.get("/dead-letters")
+	return env, op, ep, doc
+}
+
+func TestDeadLettersPageReplay(t *testing.T) {
+	env, op, ep, doc := deadLetterCluster(t)
 	row := testid(doc, "cluster-row")
 	if p, _ := row.Attr("data-pattern"); p != "credentials" || testid(doc, "cluster-count").Text() != "3" {
 		t.Fatalf("cluster %q %q", p, testid(doc, "cluster-count").Text())
@@ -184,13 +193,7 @@ func TestDeadLettersPageReplay(t *testing.T) {
 // out-of-band swap: re-queued dead letters leave the cluster, those that die
 // again with the same error come back.
 func TestDeadLetterCountFollowsReplay(t *testing.T) {
-	env := newEnv(t)
-	base := env.server()
-	pid := env.createPartner("Acme")
-	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "crm", "kind": "webhook", "url": "https://crm.example/"})
-	env.seedDead(ep.ID, "http_status", 401, "5", times(time.Now().Add(-time.Hour), 3, time.Minute)...)
-	op := env.signIn(base, "op@example.com", "operator")
-	_, doc := op.get("/dead-letters")
+	env, op, ep, doc := deadLetterCluster(t)
 	key, _ := testid(doc, "cluster-row").Attr("data-cluster")
 	countID, _ := testid(doc, "cluster-count").Find("span").Attr("id")
 	if countID != deadletters.CountID(key) {
