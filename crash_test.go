@@ -26,8 +26,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -77,11 +80,9 @@ func TestKill9LosesNothing(t *testing.T) {
 		ranFor.Round(time.Millisecond), len(seenAtKill), events, 100*float64(len(seenAtKill))/events,
 		float64(len(seenAtKill))/ranFor.Seconds(), len(inFlight), sentBeforeKill)
 
-	// The dead worker's leases run until timeout + 30 s. Waiting that long
-	// is what a real restart does; moving the expiry into the past is the
-	// same state, reached without the wait.
-	rig.exec("UPDATE deliveries SET lease_expires_at = now() - interval '1 second' WHERE status = 'in_flight'")
-
+	// The dead worker's leases run until timeout + 30 s; the restarted
+	// process finds the worker dead (its liveness lock is gone) and
+	// rescues them without waiting for that.
 	restarted := time.Now()
 	second := rig.start("second run")
 	rig.waitAllDelivered(events, 60*time.Second, second)
@@ -131,6 +132,223 @@ func TestKill9LosesNothing(t *testing.T) {
 			errs.errorf("delivery %d has attempt_count %d, want %d", d.id, d.attemptCount, want)
 		}
 	}
+}
+
+// TestKill9ResumesBeforeLeasesExpire kills hookline while its endpoint's
+// whole in-flight allowance (max_in_flight 32) is taken by sends the
+// receiver holds open. Those leases would count against the cap until they
+// expire (timeout 10 s + 30 s margin), so the endpoint would get nothing for
+// 40 s; instead the restarted process sees the dead worker's liveness lock
+// gone, rescues its leases, and delivers everything, the rescued sends
+// included, before the first of those leases would have expired. It logs
+// how long after the restarted process was ready the first delivery came.
+func TestKill9ResumesBeforeLeasesExpire(t *testing.T) {
+	errs := newRowErrors(t)
+	defer errs.summary()
+	const events, maxInFlight = 400, 32
+	rcv := newCrashReceiver(t, time.Millisecond, 2*time.Millisecond)
+	rcv.hang.Store(true)
+	rig := newCrashRig(t, rcv, "5s", 10000)
+	first := rig.start("first run")
+	rig.createEndpointCapped(maxInFlight)
+	ids := rig.postEvents(events)
+	rcv.openUntil(t, maxInFlight, events, first, 30*time.Second)
+	first.kill(t)
+	rig.waitNoHooklineBackends()
+	inFlight := rig.inFlightEvents()
+	if len(inFlight) != maxInFlight {
+		t.Fatalf("%d deliveries in flight at the kill, want the endpoint's cap %d", len(inFlight), maxInFlight)
+	}
+	var leaseEnds time.Time
+	rig.queryRow("SELECT min(lease_expires_at) FROM deliveries WHERE status = 'in_flight'", nil, &leaseEnds)
+
+	rcv.hang.Store(false)
+	second := rig.start("second run")
+	ready := time.Now()
+	rig.waitAllDelivered(events, 60*time.Second, second)
+	took := time.Since(ready)
+	firstAt, ok := rcv.firstArrivalAfter(ready)
+	if !ok {
+		t.Fatal("no request after the restart")
+	}
+	t.Logf("first delivery %s after the restarted process was ready; all %d delivered in %s",
+		firstAt.Sub(ready).Round(time.Millisecond), events, took.Round(time.Millisecond))
+	second.terminate(t, 10*time.Second)
+
+	var lastDelivered time.Time
+	rig.queryRow("SELECT max(delivered_at) FROM deliveries", nil, &lastDelivered)
+	if !lastDelivered.Before(leaseEnds) {
+		t.Errorf("last delivery at %s, not before the dead worker's first lease expired (%s): its leases were waited out, not rescued",
+			lastDelivered.Format(time.RFC3339Nano), leaseEnds.Format(time.RFC3339Nano))
+	}
+	rcv.waitIdle(t, 10*time.Second)
+	seen := rcv.seenSnapshot()
+	checkAllReceived(errs, ids, seen)
+	inFlightEvent := map[string]bool{}
+	for _, ev := range inFlight {
+		inFlightEvent[ev] = true
+	}
+	for id, n := range seen {
+		if n > 1 && !inFlightEvent[id] {
+			errs.errorf("event %s received %d times but was not in flight at the kill", id, n)
+		}
+	}
+	expired := rig.leaseExpiredAttempts()
+	for id := range inFlight {
+		if expired[id] != 1 {
+			errs.errorf("delivery %d was in flight at the kill but has %d lease_expired attempts, want 1", id, expired[id])
+		}
+	}
+}
+
+// TestKill9LoopDeliversThroughout kills hookline every 1 to 3 s while
+// events are posted all along, restarts it at once each time, and checks
+// that every accepted event arrives, that only sends in flight at a kill
+// arrive twice, and that every run between two kills delivers: a dead
+// process's leases must not hold the endpoint's in-flight cap until they
+// expire. It runs 5 cycles; HOOKLINE_KILL_CYCLES=50 runs the long version.
+func TestKill9LoopDeliversThroughout(t *testing.T) {
+	cycles := 5
+	if v := os.Getenv("HOOKLINE_KILL_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("HOOKLINE_KILL_CYCLES=%q: want a positive whole number", v)
+		}
+		cycles = n
+	}
+	errs := newRowErrors(t)
+	defer errs.summary()
+	rcv := newCrashReceiver(t, 5*time.Millisecond, 15*time.Millisecond)
+	rcv.open()
+	rig := newCrashRig(t, rcv, "5s", 10000)
+
+	var (
+		mu       sync.Mutex
+		accepted []string
+		inFlight = map[string]bool{}
+	)
+	stopPosting := make(chan struct{})
+	var poster sync.WaitGroup
+	type run struct {
+		ready, killed time.Time
+	}
+	runs := make([]run, 0, cycles)
+	var firstLeaseEnd time.Time // the earliest lease a killed process held
+	for i := range cycles {
+		p := rig.start(fmt.Sprintf("run %d", i+1))
+		ready := time.Now()
+		if i == 0 {
+			// Events posted before the endpoint exists fan out to nothing.
+			rig.createEndpointCapped(32)
+			poster.Go(func() {
+				for n := 0; ; n++ {
+					select {
+					case <-stopPosting:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+					if ids, ok := rig.tryPostEvents(20, n); ok {
+						mu.Lock()
+						accepted = append(accepted, ids...)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		time.Sleep(time.Second + mrand.N(2*time.Second)) // the load runs meanwhile
+		p.kill(t)
+		runs = append(runs, run{ready: ready, killed: time.Now()})
+		rig.waitNoHooklineBackends()
+		mu.Lock()
+		for _, ev := range rig.inFlightEvents() {
+			inFlight[ev] = true
+		}
+		mu.Unlock()
+		var ends *time.Time
+		rig.queryRow("SELECT min(lease_expires_at) FROM deliveries WHERE status = 'in_flight'", nil, &ends)
+		if ends != nil && (firstLeaseEnd.IsZero() || ends.Before(firstLeaseEnd)) {
+			firstLeaseEnd = *ends
+		}
+	}
+	close(stopPosting)
+	poster.Wait()
+	last := rig.start("final run")
+	mu.Lock()
+	posted := len(accepted)
+	mu.Unlock()
+	rig.waitAllDeliveredAtLeast(posted, 120*time.Second, last)
+	last.terminate(t, 10*time.Second)
+	var lastDelivered time.Time
+	rig.queryRow("SELECT max(delivered_at) FROM deliveries", nil, &lastDelivered)
+	if !firstLeaseEnd.IsZero() && !lastDelivered.Before(firstLeaseEnd) {
+		errs.errorf("last delivery at %s, not before the first lease of a killed process expired (%s): leases were waited out, not rescued",
+			lastDelivered.Format(time.RFC3339Nano), firstLeaseEnd.Format(time.RFC3339Nano))
+	}
+	rcv.waitIdle(t, 10*time.Second)
+
+	seen := rcv.seenSnapshot()
+	checkAllReceived(errs, accepted, seen)
+	dups := 0
+	for id, n := range seen {
+		if n > 1 {
+			dups++
+			if !inFlight[id] {
+				errs.errorf("event %s received %d times but was not in flight at any kill", id, n)
+			}
+		}
+	}
+	var firsts []time.Duration
+	for i, r := range runs {
+		n := rcv.arrivalsBetween(r.ready, r.killed)
+		at, ok := rcv.firstArrivalAfter(r.ready)
+		if n == 0 || !ok || !at.Before(r.killed) {
+			errs.errorf("run %d delivered nothing in its %s", i+1, r.killed.Sub(r.ready).Round(time.Millisecond))
+			continue
+		}
+		firsts = append(firsts, at.Sub(r.ready))
+	}
+	slices.Sort(firsts)
+	if len(firsts) > 0 {
+		t.Logf("%d kills, %d events accepted, %d received twice (%d in flight at a kill); first delivery after each restart: median %s, max %s",
+			cycles, posted, dups, len(inFlight), firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond))
+	}
+}
+
+// tryPostEvents posts k events as one batch and returns their ids, or false
+// if the process was not there to accept them (it is killed at random).
+func (r *crashRig) tryPostEvents(k, batch int) ([]string, bool) {
+	events := make([]map[string]any, k)
+	for i := range events {
+		events[i] = map[string]any{"type": "order.created", "payload": map[string]any{"batch": batch, "n": i}}
+	}
+	b, err := json.Marshal(map[string]any{"events": events})
+	if err != nil {
+		return nil, false
+	}
+	req, err := http.NewRequest("POST", "http://"+r.addr+"/api/v1/events/batch", bytes.NewReader(b))
+	if err != nil {
+		return nil, false
+	}
+	req.Header.Set("Authorization", "Bearer "+r.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			ID string `json:"id"`
+		} `json:"results"`
+	}
+	if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Results) != k {
+		return nil, false
+	}
+	ids := make([]string, k)
+	for i, res := range out.Results {
+		ids[i] = res.ID
+	}
+	return ids, true
 }
 
 // TestSigtermUnderLoadExitsCleanly sends SIGTERM while a slow receiver holds
@@ -220,7 +438,7 @@ func TestSigtermGraceExpiresReleasesLeases(t *testing.T) {
 	defer errs.summary()
 	const events = 20
 	rcv := newCrashReceiver(t, 0, 0)
-	rcv.hang = true
+	rcv.hang.Store(true)
 	rig := newCrashRig(t, rcv, "1s", 60000)
 	p := rig.start("only run")
 	rig.createEndpoint()
@@ -418,7 +636,10 @@ func (r *crashRig) start(label string) *hooklineProc {
 
 // createEndpoint registers a partner and a webhook endpoint on the receiver
 // with room for many sends at once.
-func (r *crashRig) createEndpoint() {
+func (r *crashRig) createEndpoint() { r.createEndpointCapped(200) }
+
+// createEndpointCapped is createEndpoint with maxInFlight sends at once.
+func (r *crashRig) createEndpointCapped(maxInFlight int) {
 	t := r.t
 	t.Helper()
 	var partner struct {
@@ -432,7 +653,7 @@ func (r *crashRig) createEndpoint() {
 	}
 	status, body := r.call("POST", "/api/v1/endpoints", map[string]any{
 		"partner_id": partner.ID, "name": "receiver", "kind": "webhook", "url": r.rcv.srv.URL + "/hook",
-		"max_in_flight": 200, "timeout_ms": r.timeoutMs,
+		"max_in_flight": maxInFlight, "timeout_ms": r.timeoutMs,
 	}, &ep)
 	if status != http.StatusCreated {
 		t.Fatalf("create endpoint: %d %s", status, body)
@@ -613,6 +834,33 @@ func (r *crashRig) leaseExpiredAttempts() map[int64]int {
 	return m
 }
 
+// waitAllDeliveredAtLeast polls until at least n deliveries are delivered
+// and none is left to send (events whose post failed may have been stored
+// too), failing early if one goes dead or the process exits.
+func (r *crashRig) waitAllDeliveredAtLeast(n int, limit time.Duration, p *hooklineProc) {
+	t := r.t
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var delivered, dead, left int
+		r.queryRow(`SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status = 'dead'),
+		                   count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight')) FROM deliveries`, nil, &delivered, &dead, &left)
+		switch {
+		case delivered >= n && left == 0:
+			return
+		case dead > 0:
+			t.Fatalf("%d deliveries went dead", dead)
+		case time.Now().After(deadline):
+			t.Fatalf("%d delivered (want at least %d), %d left after %s", delivered, n, left, limit)
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("hookline (%s) exited while delivering: %s", p.label, p.cmd.ProcessState)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // waitAllDelivered polls until n deliveries are delivered, failing early if
 // one goes dead or the process exits.
 func (r *crashRig) waitAllDelivered(n int, limit time.Duration, p *hooklineProc) {
@@ -687,7 +935,7 @@ func (p *hooklineProc) terminate(t *testing.T, limit time.Duration) time.Duratio
 type crashReceiver struct {
 	srv                *httptest.Server
 	minDelay, maxDelay time.Duration
-	hang               bool
+	hang               atomic.Bool
 	gate               chan struct{}
 	openOnce           sync.Once
 
@@ -698,6 +946,7 @@ type crashReceiver struct {
 	active   int
 	trigger  int
 	reached  chan struct{}
+	arrivals []time.Time // when each request got through the gate
 }
 
 func newCrashReceiver(t *testing.T, minDelay, maxDelay time.Duration) *crashReceiver {
@@ -726,6 +975,7 @@ func (rc *crashReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	rc.mu.Lock()
 	rc.seen[id]++
+	rc.arrivals = append(rc.arrivals, time.Now())
 	rc.requests++
 	rc.active++
 	if rc.requests == rc.trigger {
@@ -737,7 +987,7 @@ func (rc *crashReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		rc.active--
 		rc.mu.Unlock()
 	}()
-	if rc.hang {
+	if rc.hang.Load() {
 		<-ctx.Done()
 		return
 	}
@@ -788,6 +1038,31 @@ func (rc *crashReceiver) openUntil(t *testing.T, n, posted int, p *hooklineProc,
 	case <-time.After(limit):
 		t.Fatalf("receiver saw %d of %d events within %s", rc.total(), posted, limit)
 	}
+}
+
+// arrivalsBetween counts the requests that got through in [from, to).
+func (rc *crashReceiver) arrivalsBetween(from, to time.Time) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for _, at := range rc.arrivals {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstArrivalAfter returns when the first request after t got through.
+func (rc *crashReceiver) firstArrivalAfter(t time.Time) (time.Time, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, at := range rc.arrivals {
+		if at.After(t) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (rc *crashReceiver) total() int {

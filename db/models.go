@@ -148,6 +148,14 @@ type LatencyHistogram struct {
 	Buckets           []byte
 }
 
+type LatencyPending struct {
+	ID          int64
+	EndpointIds []int64
+	Minutes     []time.Time
+	Histograms  [][]byte
+	CreatedAt   time.Time
+}
+
 type Partner struct {
 	ID         int64
 	Name       string
@@ -183,4 +191,5 @@ type WorkerHeartbeat struct {
 	Hostname   string
 	StartedAt  time.Time
 	LastSeenAt time.Time
+	LockKey    *int64
 }

@@ -439,6 +439,13 @@ func (q *Queries) DeliveryReleaseOwned(ctx context.Context, arg DeliveryReleaseO
 }
 
 const deliveryRescueExpired = `-- name: DeliveryRescueExpired :many
+WITH dead AS (
+    SELECT worker_id
+    FROM worker_heartbeats
+    WHERE worker_id = ANY ($3::text[])
+      AND lock_key IS NOT NULL
+      AND pg_try_advisory_xact_lock(lock_key)
+)
 UPDATE deliveries d
 SET status           = 'failed',
     attempt_count    = d.attempt_count + 1,
@@ -451,7 +458,9 @@ SET status           = 'failed',
     last_status_code = NULL
 FROM (
     SELECT id FROM deliveries
-    WHERE status = 'in_flight' AND lease_expires_at < coalesce($1::timestamptz, now())
+    WHERE status = 'in_flight'
+      AND (lease_expires_at < coalesce($1::timestamptz, now())
+           OR lease_owner IN (SELECT worker_id FROM dead))
     ORDER BY lease_expires_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
@@ -461,8 +470,9 @@ RETURNING d.id, d.endpoint_id, d.attempt_count
 `
 
 type DeliveryRescueExpiredParams struct {
-	Now     *time.Time
-	MaxRows int32
+	Now         *time.Time
+	MaxRows     int32
+	DeadWorkers []string
 }
 
 type DeliveryRescueExpiredRow struct {
@@ -471,13 +481,16 @@ type DeliveryRescueExpiredRow struct {
 	AttemptCount int32
 }
 
-// Rescues deliveries whose lease expired (the worker sending them died or
-// hung): they become due again now. The lost attempt counts (it may have
-// reached the partner) but never exhausts the budget: max_attempts is raised
-// when needed so a crash can not dead-letter a delivery. SKIP LOCKED keeps
-// replicas from rescuing the same row twice.
+// Rescues deliveries whose worker is gone: their lease expired (the worker
+// died or hung), or their lease owner is one of @dead_workers, found dead by
+// WorkerFindDead and checked again here under the same try-lock, now held
+// to the end of this transaction, so a worker cannot come back between the
+// check and the update. They become due again now. The lost attempt counts
+// (it may have reached the partner) but never exhausts the budget:
+// max_attempts is raised when needed so a crash can not dead-letter a
+// delivery. SKIP LOCKED keeps replicas from rescuing the same row twice.
 func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueExpiredParams) ([]DeliveryRescueExpiredRow, error) {
-	rows, err := q.db.Query(ctx, deliveryRescueExpired, arg.Now, arg.MaxRows)
+	rows, err := q.db.Query(ctx, deliveryRescueExpired, arg.Now, arg.MaxRows, arg.DeadWorkers)
 	if err != nil {
 		return nil, err
 	}
@@ -743,21 +756,61 @@ func (q *Queries) EndpointSecretsForSigning(ctx context.Context, arg EndpointSec
 	return items, nil
 }
 
+const workerFindDead = `-- name: WorkerFindDead :many
+SELECT worker_id
+FROM worker_heartbeats
+WHERE worker_id <> $1::text
+  AND lock_key IS NOT NULL
+  AND pg_try_advisory_xact_lock(lock_key)
+ORDER BY worker_id
+`
+
+// Workers whose liveness lock is free: their session ended, so they are
+// dead, however recently they wrote a heartbeat. A live worker, however
+// slow, holds its lock and is never listed. The transaction-level try-lock
+// is released when this statement's transaction ends; it writes nothing.
+func (q *Queries) WorkerFindDead(ctx context.Context, workerID string) ([]string, error) {
+	rows, err := q.db.Query(ctx, workerFindDead, workerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var worker_id string
+		if err := rows.Scan(&worker_id); err != nil {
+			return nil, err
+		}
+		items = append(items, worker_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const workerHeartbeat = `-- name: WorkerHeartbeat :exec
-INSERT INTO worker_heartbeats (worker_id, hostname, started_at, last_seen_at)
-VALUES ($1, $2, coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at
+INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
+VALUES ($1, $2, $3::bigint, coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()))
+ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key
 `
 
 type WorkerHeartbeatParams struct {
 	WorkerID string
 	Hostname string
+	LockKey  int64
 	Now      *time.Time
 }
 
-// Records this replica as alive.
+// Records this replica as alive, with the key of the advisory lock it holds
+// while it runs (see WorkerFindDead).
 func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) error {
-	_, err := q.db.Exec(ctx, workerHeartbeat, arg.WorkerID, arg.Hostname, arg.Now)
+	_, err := q.db.Exec(ctx, workerHeartbeat,
+		arg.WorkerID,
+		arg.Hostname,
+		arg.LockKey,
+		arg.Now,
+	)
 	return err
 }
 
@@ -776,6 +829,17 @@ func (q *Queries) WorkerHeartbeatDelete(ctx context.Context, arg WorkerHeartbeat
 	return err
 }
 
+const workerHeartbeatForget = `-- name: WorkerHeartbeatForget :exec
+DELETE FROM worker_heartbeats WHERE worker_id = ANY ($1::text[])
+`
+
+// Removes the heartbeats of workers found dead, once their leases are
+// rescued, so they stop counting as replicas at once.
+func (q *Queries) WorkerHeartbeatForget(ctx context.Context, workerIds []string) error {
+	_, err := q.db.Exec(ctx, workerHeartbeatForget, workerIds)
+	return err
+}
+
 const workerLiveCount = `-- name: WorkerLiveCount :one
 SELECT count(*)::int AS replicas
 FROM worker_heartbeats
@@ -788,4 +852,19 @@ func (q *Queries) WorkerLiveCount(ctx context.Context, since time.Time) (int32, 
 	var replicas int32
 	err := row.Scan(&replicas)
 	return replicas, err
+}
+
+const workerLockHold = `-- name: WorkerLockHold :one
+SELECT pg_try_advisory_lock($1::bigint) AS held
+`
+
+// Taken once per worker on a connection of its own and held until the
+// process exits: the session-level lock is the worker's proof of life.
+// Returns false when the key is held (another worker picked the same random
+// key, or a rescue is checking it this instant); the caller picks again.
+func (q *Queries) WorkerLockHold(ctx context.Context, lockKey int64) (bool, error) {
+	row := q.db.QueryRow(ctx, workerLockHold, lockKey)
+	var held bool
+	err := row.Scan(&held)
+	return held, err
 }

@@ -187,11 +187,21 @@ INSERT INTO delivery_attempts (
 );
 
 -- name: DeliveryRescueExpired :many
--- Rescues deliveries whose lease expired (the worker sending them died or
--- hung): they become due again now. The lost attempt counts (it may have
--- reached the partner) but never exhausts the budget: max_attempts is raised
--- when needed so a crash can not dead-letter a delivery. SKIP LOCKED keeps
--- replicas from rescuing the same row twice.
+-- Rescues deliveries whose worker is gone: their lease expired (the worker
+-- died or hung), or their lease owner is one of @dead_workers, found dead by
+-- WorkerFindDead and checked again here under the same try-lock, now held
+-- to the end of this transaction, so a worker cannot come back between the
+-- check and the update. They become due again now. The lost attempt counts
+-- (it may have reached the partner) but never exhausts the budget:
+-- max_attempts is raised when needed so a crash can not dead-letter a
+-- delivery. SKIP LOCKED keeps replicas from rescuing the same row twice.
+WITH dead AS (
+    SELECT worker_id
+    FROM worker_heartbeats
+    WHERE worker_id = ANY (@dead_workers::text[])
+      AND lock_key IS NOT NULL
+      AND pg_try_advisory_xact_lock(lock_key)
+)
 UPDATE deliveries d
 SET status           = 'failed',
     attempt_count    = d.attempt_count + 1,
@@ -204,7 +214,9 @@ SET status           = 'failed',
     last_status_code = NULL
 FROM (
     SELECT id FROM deliveries
-    WHERE status = 'in_flight' AND lease_expires_at < coalesce(sqlc.narg(now)::timestamptz, now())
+    WHERE status = 'in_flight'
+      AND (lease_expires_at < coalesce(sqlc.narg(now)::timestamptz, now())
+           OR lease_owner IN (SELECT worker_id FROM dead))
     ORDER BY lease_expires_at
     LIMIT @max_rows::int
     FOR UPDATE SKIP LOCKED
@@ -263,10 +275,35 @@ FROM endpoints
 WHERE rate_per_sec IS NOT NULL AND enabled;
 
 -- name: WorkerHeartbeat :exec
--- Records this replica as alive.
-INSERT INTO worker_heartbeats (worker_id, hostname, started_at, last_seen_at)
-VALUES (@worker_id, @hostname, coalesce(sqlc.narg(now)::timestamptz, now()), coalesce(sqlc.narg(now)::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at;
+-- Records this replica as alive, with the key of the advisory lock it holds
+-- while it runs (see WorkerFindDead).
+INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
+VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg(now)::timestamptz, now()), coalesce(sqlc.narg(now)::timestamptz, now()))
+ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key;
+
+-- name: WorkerLockHold :one
+-- Taken once per worker on a connection of its own and held until the
+-- process exits: the session-level lock is the worker's proof of life.
+-- Returns false when the key is held (another worker picked the same random
+-- key, or a rescue is checking it this instant); the caller picks again.
+SELECT pg_try_advisory_lock(@lock_key::bigint) AS held;
+
+-- name: WorkerFindDead :many
+-- Workers whose liveness lock is free: their session ended, so they are
+-- dead, however recently they wrote a heartbeat. A live worker, however
+-- slow, holds its lock and is never listed. The transaction-level try-lock
+-- is released when this statement's transaction ends; it writes nothing.
+SELECT worker_id
+FROM worker_heartbeats
+WHERE worker_id <> @worker_id::text
+  AND lock_key IS NOT NULL
+  AND pg_try_advisory_xact_lock(lock_key)
+ORDER BY worker_id;
+
+-- name: WorkerHeartbeatForget :exec
+-- Removes the heartbeats of workers found dead, once their leases are
+-- rescued, so they stop counting as replicas at once.
+DELETE FROM worker_heartbeats WHERE worker_id = ANY (@worker_ids::text[]);
 
 -- name: WorkerLiveCount :one
 -- How many replicas are alive (a per-endpoint rate is split across them).

@@ -33,7 +33,9 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		busy := int(w.busy.Load())
 		room := capacity - busy
 		full := false
-		if room >= minClaim || (room > 0 && busy == 0) {
+		// Without its liveness lock this worker may already count as dead
+		// to the others, who then own its leases: it claims nothing.
+		if w.alive.Load() && (room >= minClaim || (room > 0 && busy == 0)) {
 			n := min(room, w.cfg.ClaimBatch)
 			rows, err := w.claim(ctx, n)
 			switch {

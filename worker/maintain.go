@@ -63,17 +63,23 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 // failures and is retried on its next tick; none holds a transaction across
 // the others.
 func (w *Worker) maintain(ctx, sendCtx context.Context) {
-	tick := time.NewTicker(probeEvery)
+	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
-	var lastBeat, lastRescue, lastLatency, lastRefresh, lastRetention time.Time
+	var lastProbe, lastBeat, lastRescue, lastLatency, lastRefresh, lastRetention time.Time
 	for {
+		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
+			w.log.Error("rescue deliveries of dead workers", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 		now := time.Now()
-		w.probe(ctx, sendCtx)
+		if now.Sub(lastProbe) >= probeEvery {
+			lastProbe = now
+			w.probe(ctx, sendCtx)
+		}
 		if now.Sub(lastBeat) >= heartbeatEvery {
 			lastBeat = now
 			if err := w.heartbeat(ctx); err != nil && ctx.Err() == nil {
@@ -115,7 +121,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 func (w *Worker) heartbeat(ctx context.Context) error {
 	now := w.now()
 	host, _ := os.Hostname()
-	if err := w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, Now: w.dbNow()}); err != nil {
+	if err := w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow()}); err != nil {
 		return err
 	}
 	n, err := w.q.WorkerLiveCount(ctx, now.Add(-replicaLiveFor))
@@ -174,13 +180,14 @@ func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 	}
 }
 
-// rescue makes deliveries whose lease expired due again, records the lost
-// attempt, and reopens the breaker of an endpoint whose probe was lost.
-func (w *Worker) rescue(ctx context.Context) (int, error) {
+// rescue makes deliveries whose lease expired, or whose lease owner is one
+// of deadWorkers (see reapDead), due again, records the lost attempt, and
+// reopens the breaker of an endpoint whose probe was lost.
+func (w *Worker) rescue(ctx context.Context, deadWorkers ...string) (int, error) {
 	now := w.now()
 	total := 0
 	for {
-		n, err := w.rescueBatch(ctx, now)
+		n, err := w.rescueBatch(ctx, now, deadWorkers)
 		total += n
 		if err != nil || n < rescueBatchSize {
 			return total, err
@@ -190,11 +197,11 @@ func (w *Worker) rescue(ctx context.Context) (int, error) {
 
 const rescueBatchSize = 1000
 
-func (w *Worker) rescueBatch(ctx context.Context, now time.Time) (int, error) {
+func (w *Worker) rescueBatch(ctx context.Context, now time.Time, deadWorkers []string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := w.q.WithTx(tx)
-		rows, err := q.DeliveryRescueExpired(ctx, db.DeliveryRescueExpiredParams{Now: w.dbNow(), MaxRows: rescueBatchSize})
+		rows, err := q.DeliveryRescueExpired(ctx, db.DeliveryRescueExpiredParams{Now: w.dbNow(), MaxRows: rescueBatchSize, DeadWorkers: deadWorkers})
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,6 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
-	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/ratelimit"
 	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
@@ -104,7 +103,6 @@ type Worker struct {
 	backoff  backoff.Policy
 	breaker  breaker.Policy
 	limits   *ratelimit.Registry
-	recorder *latency.Recorder
 	secrets  secretCache
 	tmpls    sync.Map    // template string → *postback.Template
 	headers  sync.Map    // endpoint id → headerEntry
@@ -126,6 +124,14 @@ type Worker struct {
 	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 	replicas atomic.Int32
+
+	// Liveness (see liveness.go): the key of the advisory lock this worker
+	// holds while it runs, whether it holds it now (claims wait while it
+	// does not), and the other workers seen without theirs, since when
+	// (owned by the maintenance goroutine).
+	lockKey  atomic.Int64
+	alive    atomic.Bool
+	suspects map[string]time.Time
 
 	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
 	// the final flush retries against an unreachable database.
@@ -179,7 +185,6 @@ func New(cfg Config) (*Worker, error) {
 		backoff:  backoff.Default(),
 		breaker:  breaker.DefaultPolicy(),
 		limits:   ratelimit.NewRegistry(),
-		recorder: latency.NewRecorder(),
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
 		now:      cfg.Now,
 		injected: injected,
@@ -190,7 +195,9 @@ func New(cfg Config) (*Worker, error) {
 		wake:     make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
 		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
+		suspects: map[string]time.Time{},
 	}
+	w.lockKey.Store(newLockKey())
 	if w.send == nil {
 		ua := cfg.UserAgent
 		if ua == "" {
@@ -230,6 +237,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	// requests that are about to be answered.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
+
+	// The liveness lock is held until Run returns, past ctx: while this
+	// worker finishes its sends and records them, no replica may take it
+	// for dead and send its deliveries again.
+	liveCtx, stopLiveness := context.WithCancel(context.WithoutCancel(ctx))
+	held := make(chan struct{})
+	var liveness sync.WaitGroup
+	liveness.Go(func() { w.holdLiveness(liveCtx, held) })
+	defer liveness.Wait()
+	defer stopLiveness()
+	select {
+	case <-held:
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		w.log.Warn("liveness lock not held yet; claiming starts once it is")
+	}
 
 	if err := w.heartbeat(ctx); err != nil {
 		w.log.Warn("first heartbeat failed; continuing", "err", err)
