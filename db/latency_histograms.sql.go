@@ -171,6 +171,61 @@ func (q *Queries) LatencyBackfill(ctx context.Context, arg LatencyBackfillParams
 	return result.RowsAffected(), nil
 }
 
+const latencyPendingInsert = `-- name: LatencyPendingInsert :exec
+INSERT INTO latency_pending (endpoint_ids, minutes, histograms)
+VALUES ($1::bigint[], $2::timestamptz[], $3::bytea[])
+`
+
+type LatencyPendingInsertParams struct {
+	EndpointIds []int64
+	Minutes     []time.Time
+	Histograms  [][]byte
+}
+
+// Stores one completion batch's latency samples in the batch's own
+// transaction (see latency_pending). Append-only; merged later by
+// LatencyPendingTake.
+func (q *Queries) LatencyPendingInsert(ctx context.Context, arg LatencyPendingInsertParams) error {
+	_, err := q.db.Exec(ctx, latencyPendingInsert, arg.EndpointIds, arg.Minutes, arg.Histograms)
+	return err
+}
+
+const latencyPendingTake = `-- name: LatencyPendingTake :many
+DELETE FROM latency_pending p
+WHERE p.id IN (SELECT id FROM latency_pending ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)
+RETURNING p.endpoint_ids, p.minutes, p.histograms
+`
+
+type LatencyPendingTakeRow struct {
+	EndpointIds []int64
+	Minutes     []time.Time
+	Histograms  [][]byte
+}
+
+// Deletes and returns the oldest pending sample batches for the flush to
+// merge into latency_histograms in the same transaction: if the merge
+// fails, the delete rolls back with it. SKIP LOCKED lets replicas flush at
+// once without merging a batch twice.
+func (q *Queries) LatencyPendingTake(ctx context.Context, maxRows int32) ([]LatencyPendingTakeRow, error) {
+	rows, err := q.db.Query(ctx, latencyPendingTake, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LatencyPendingTakeRow{}
+	for rows.Next() {
+		var i LatencyPendingTakeRow
+		if err := rows.Scan(&i.EndpointIds, &i.Minutes, &i.Histograms); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const latencyRange = `-- name: LatencyRange :many
 SELECT bucket_start, count, ok_count, fail_count, sum_ms, p50_ms, p95_ms, p99_ms, buckets
 FROM latency_histograms

@@ -220,6 +220,11 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 				return fmt.Errorf("insert attempts: %w", err)
 			}
 		}
+		// Latency samples commit with their attempts, so a crash before
+		// the next histogram flush loses none of them.
+		if err := storeLatency(ctx, q, batch, applied); err != nil {
+			return err
+		}
 		if len(release.Ids) > 0 {
 			if err := q.DeliveryRelease(ctx, release); err != nil {
 				return fmt.Errorf("release deliveries: %w", err)
@@ -238,8 +243,9 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	if err != nil {
 		return err
 	}
-	// Telemetry only after commit and only for what this commit recorded,
-	// so neither a retried batch nor a stale result is counted twice.
+	// Metrics and rate-limit pauses only after commit and only for what
+	// this commit recorded, so neither a retried batch nor a stale result
+	// is counted twice.
 	recorded := make([]outcome, 0, len(applied))
 	for i := range batch {
 		o := &batch[i]
@@ -252,9 +258,6 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		if !applied[o.d.ID] {
 			w.log.Warn("result not recorded: the delivery is no longer leased to this worker (lease expired and rescued, or recorded by an earlier try of this batch)", "delivery_id", o.d.ID)
 			continue
-		}
-		if o.sent() {
-			w.recorder.Observe(o.d.EndpointID, o.res.Started, o.res.Duration, o.res.Outcome == sender.OK)
 		}
 		recorded = append(recorded, *o)
 	}

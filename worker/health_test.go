@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/signing/verifytest"
 )
@@ -78,9 +79,17 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 	w := e.worker(func(c *Config) { c.Now = clk.Now })
 	ctx := context.Background()
 	start := clk.Now().Add(-time.Hour)
-	for i := range 600 { // an hour of fast answers
-		w.recorder.Observe(epID, start.Add(time.Duration(i)*6*time.Second), 200*time.Millisecond, true)
+	samples := latency.NewRecorder()
+	observed := func() {
+		t.Helper()
+		if err := storeSamples(ctx, w.q, samples); err != nil {
+			t.Fatal(err)
+		}
 	}
+	for i := range 600 { // an hour of fast answers
+		samples.Observe(epID, start.Add(time.Duration(i)*6*time.Second), 200*time.Millisecond, true)
+	}
+	observed()
 	if err := w.RefreshNow(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +97,9 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 		t.Fatalf("fast endpoint: recent %v, 24h %v", *h.RecentP95Ms, *h.P95Ms)
 	}
 	for i := range 30 { // then two minutes of 3 s answers, all successful
-		w.recorder.Observe(epID, clk.Now().Add(-2*time.Minute+time.Duration(i)*4*time.Second), 3*time.Second, true)
+		samples.Observe(epID, clk.Now().Add(-2*time.Minute+time.Duration(i)*4*time.Second), 3*time.Second, true)
 	}
+	observed()
 	if err := w.RefreshNow(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +116,9 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 	// The early warning also tightens the breaker: P95 over 5 s halves the
 	// threshold.
 	for i := range 30 {
-		w.recorder.Observe(epID, clk.Now().Add(-time.Minute+time.Duration(i)*time.Second), 7*time.Second, true)
+		samples.Observe(epID, clk.Now().Add(-time.Minute+time.Duration(i)*time.Second), 7*time.Second, true)
 	}
+	observed()
 	if err := w.RefreshNow(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/latency"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // Histogram resolutions stored in latency_histograms.
@@ -32,26 +33,107 @@ type slotKey struct {
 	start      time.Time
 }
 
-// flushLatency merges the in-memory minute histograms into the stored
-// minute, 15-minute and hourly slots. Rows are created if missing, then read
-// and locked in key order, merged in Go (buckets are an opaque encoding) and
-// written back, all in one transaction. On failure the drained data is put
-// back, so nothing is lost to a database hiccup.
-func (w *Worker) flushLatency(ctx context.Context) error {
-	drained := w.recorder.Drain()
+// storeLatency writes the latency samples of a completion batch's recorded
+// attempts (those the fence let through, and only attempts that reached the
+// network) as one latency_pending row, in the batch's transaction.
+func storeLatency(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool) error {
+	rec := latency.NewRecorder()
+	for i := range batch {
+		o := &batch[i]
+		if applied[o.d.ID] && o.sent() {
+			rec.Observe(o.d.EndpointID, o.res.Started, o.res.Duration, o.res.Outcome == sender.OK)
+		}
+	}
+	return storeSamples(ctx, q, rec)
+}
+
+// storeSamples writes what rec holds as one latency_pending row.
+func storeSamples(ctx context.Context, q *db.Queries, rec *latency.Recorder) error {
+	drained := rec.Drain()
 	if len(drained) == 0 {
 		return nil
 	}
-	slots := map[slotKey]*latency.Histogram{}
+	p := db.LatencyPendingInsertParams{
+		EndpointIds: make([]int64, 0, len(drained)),
+		Minutes:     make([]time.Time, 0, len(drained)),
+		Histograms:  make([][]byte, 0, len(drained)),
+	}
 	for k, h := range drained {
-		for _, res := range []int32{resMinute, resSlot, resHour} {
-			sk := slotKey{k.EndpointID, res, k.Minute.UTC().Truncate(time.Duration(res) * time.Second)}
-			if slots[sk] == nil {
-				slots[sk] = &latency.Histogram{}
-			}
-			slots[sk].Merge(h)
+		enc, err := h.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("encode latency samples: %w", err)
+		}
+		p.EndpointIds = append(p.EndpointIds, k.EndpointID)
+		p.Minutes = append(p.Minutes, k.Minute)
+		p.Histograms = append(p.Histograms, enc)
+	}
+	if err := q.LatencyPendingInsert(ctx, p); err != nil {
+		return fmt.Errorf("store latency samples: %w", err)
+	}
+	return nil
+}
+
+// pendingPerFlush bounds the latency_pending rows one flush merges; a
+// backlog (after a long outage) is merged over several transactions.
+const pendingPerFlush = 2000
+
+// flushLatency merges stored latency samples (latency_pending, written with
+// their attempts by any replica, a dead one's included) into the minute,
+// 15-minute and hourly slots, until none are left.
+func (w *Worker) flushLatency(ctx context.Context) error {
+	for {
+		n, err := w.flushLatencyOnce(ctx)
+		if err != nil || n < pendingPerFlush {
+			return err
 		}
 	}
+}
+
+// flushLatencyOnce takes up to pendingPerFlush pending rows and merges them,
+// in one transaction: slot rows are created if missing, then read and
+// locked in key order, merged in Go (buckets are an opaque encoding) and
+// written back, and the pending rows deleted. If anything fails, all of it
+// rolls back and the samples wait for the next flush.
+func (w *Worker) flushLatencyOnce(ctx context.Context) (int, error) {
+	taken := 0
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := w.q.WithTx(tx)
+		pending, err := q.LatencyPendingTake(ctx, pendingPerFlush)
+		if err != nil {
+			return fmt.Errorf("take pending latency: %w", err)
+		}
+		taken = len(pending)
+		slots := map[slotKey]*latency.Histogram{}
+		var sample latency.Histogram
+		for _, p := range pending {
+			if len(p.EndpointIds) != len(p.Minutes) || len(p.Minutes) != len(p.Histograms) {
+				w.log.Error("malformed pending latency row dropped")
+				continue
+			}
+			for i, id := range p.EndpointIds {
+				if err := sample.UnmarshalBinary(p.Histograms[i]); err != nil {
+					w.log.Error("corrupt pending latency histogram dropped", "endpoint_id", id, "err", err)
+					continue
+				}
+				for _, res := range []int32{resMinute, resSlot, resHour} {
+					sk := slotKey{id, res, p.Minutes[i].UTC().Truncate(time.Duration(res) * time.Second)}
+					if slots[sk] == nil {
+						slots[sk] = &latency.Histogram{}
+					}
+					slots[sk].Merge(&sample)
+				}
+			}
+		}
+		if len(slots) == 0 {
+			return nil
+		}
+		return w.mergeSlots(ctx, q, slots)
+	})
+	return taken, err
+}
+
+// mergeSlots adds histograms to their stored slots.
+func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKey]*latency.Histogram) error {
 	keys := make([]slotKey, 0, len(slots))
 	for k := range slots {
 		keys = append(keys, k)
@@ -66,56 +148,48 @@ func (w *Worker) flushLatency(ctx context.Context) error {
 		ids, resolutions, starts = append(ids, k.endpointID), append(resolutions, k.resolution), append(starts, k.start)
 	}
 
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
-		if err := q.LatencySlotsEnsure(ctx, db.LatencySlotsEnsureParams{EndpointIds: ids, Resolutions: resolutions, BucketStarts: starts}); err != nil {
-			return fmt.Errorf("create slots: %w", err)
-		}
-		stored, err := q.LatencySlotsLock(ctx, db.LatencySlotsLockParams{EndpointIds: ids, Resolutions: resolutions, BucketStarts: starts})
-		if err != nil {
-			return fmt.Errorf("lock slots: %w", err)
-		}
-		var p db.LatencySlotsWriteParams
-		var scratch latency.Histogram
-		for _, r := range stored {
-			k := slotKey{r.EndpointID, r.ResolutionSeconds, r.BucketStart.UTC()}
-			add := slots[k]
-			if add == nil {
-				continue
-			}
-			merged := &latency.Histogram{}
-			if len(r.Buckets) > 0 {
-				if err := scratch.UnmarshalBinary(r.Buckets); err != nil {
-					// A corrupt row must not block telemetry forever: start it over.
-					w.log.Error("corrupt latency histogram replaced", "endpoint_id", r.EndpointID, "err", err)
-				} else {
-					merged.Merge(&scratch)
-				}
-			}
-			merged.Merge(add)
-			enc, err := merged.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			p.EndpointIds = append(p.EndpointIds, k.endpointID)
-			p.Resolutions = append(p.Resolutions, k.resolution)
-			p.BucketStarts = append(p.BucketStarts, r.BucketStart)
-			p.Counts = append(p.Counts, merged.Count())
-			p.OkCounts = append(p.OkCounts, merged.OK())
-			p.FailCounts = append(p.FailCounts, merged.Fail())
-			p.SumsMs = append(p.SumsMs, ms(merged.Sum()))
-			p.P50sMs = append(p.P50sMs, ms(merged.Quantile(0.50)))
-			p.P95sMs = append(p.P95sMs, ms(merged.Quantile(0.95)))
-			p.P99sMs = append(p.P99sMs, ms(merged.Quantile(0.99)))
-			p.Buckets = append(p.Buckets, enc)
-		}
-		return q.LatencySlotsWrite(ctx, p)
-	})
-	if err != nil {
-		w.recorder.Restore(drained)
-		return err
+	if err := q.LatencySlotsEnsure(ctx, db.LatencySlotsEnsureParams{EndpointIds: ids, Resolutions: resolutions, BucketStarts: starts}); err != nil {
+		return fmt.Errorf("create slots: %w", err)
 	}
-	return nil
+	stored, err := q.LatencySlotsLock(ctx, db.LatencySlotsLockParams{EndpointIds: ids, Resolutions: resolutions, BucketStarts: starts})
+	if err != nil {
+		return fmt.Errorf("lock slots: %w", err)
+	}
+	var p db.LatencySlotsWriteParams
+	var scratch latency.Histogram
+	for _, r := range stored {
+		k := slotKey{r.EndpointID, r.ResolutionSeconds, r.BucketStart.UTC()}
+		add := slots[k]
+		if add == nil {
+			continue
+		}
+		merged := &latency.Histogram{}
+		if len(r.Buckets) > 0 {
+			if err := scratch.UnmarshalBinary(r.Buckets); err != nil {
+				// A corrupt row must not block telemetry forever: start it over.
+				w.log.Error("corrupt latency histogram replaced", "endpoint_id", r.EndpointID, "err", err)
+			} else {
+				merged.Merge(&scratch)
+			}
+		}
+		merged.Merge(add)
+		enc, err := merged.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		p.EndpointIds = append(p.EndpointIds, k.endpointID)
+		p.Resolutions = append(p.Resolutions, k.resolution)
+		p.BucketStarts = append(p.BucketStarts, r.BucketStart)
+		p.Counts = append(p.Counts, merged.Count())
+		p.OkCounts = append(p.OkCounts, merged.OK())
+		p.FailCounts = append(p.FailCounts, merged.Fail())
+		p.SumsMs = append(p.SumsMs, ms(merged.Sum()))
+		p.P50sMs = append(p.P50sMs, ms(merged.Quantile(0.50)))
+		p.P95sMs = append(p.P95sMs, ms(merged.Quantile(0.95)))
+		p.P99sMs = append(p.P99sMs, ms(merged.Quantile(0.99)))
+		p.Buckets = append(p.Buckets, enc)
+	}
+	return q.LatencySlotsWrite(ctx, p)
 }
 
 // refreshHealth recomputes every endpoint's cached latency: P50/P95/P99 over

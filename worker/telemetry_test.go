@@ -82,3 +82,52 @@ func TestPercentilesMatchPercentileCont(t *testing.T) {
 		t.Fatalf("minute rows count %d attempts", n)
 	}
 }
+
+// TestLatencySamplesSurviveACrash: a worker records attempts and then dies
+// before its next histogram flush. The samples were committed with the
+// attempts, so the next worker's flush finds every one of them: the
+// percentiles do not undercount the moments before a crash.
+func TestLatencySamplesSurviveACrash(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	epID, _ := e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 20})
+	e.events(12, "order.created", `{}`)
+	ctx := context.Background()
+
+	crashed := e.worker(nil)
+	rows, err := crashed.claim(ctx, 100)
+	if err != nil || len(rows) != 12 {
+		t.Fatalf("claimed %d (%v)", len(rows), err)
+	}
+	batch := make([]outcome, len(rows))
+	for i := range rows {
+		batch[i] = crashed.deliver(ctx, rows[i])
+	}
+	if err := crashed.flush(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	// crashed is never flushed or stopped: it died here.
+
+	next := e.worker(nil)
+	if err := next.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []int{60, 900, 3600} {
+		if n := e.count("SELECT coalesce(sum(count), 0)::int FROM latency_histograms WHERE endpoint_id = $1 AND resolution_seconds = $2", epID, res); n != 12 {
+			t.Fatalf("%d s histograms hold %d samples, want the 12 attempts", res, n)
+		}
+	}
+	if h := e.health(epID); h.SampleCount != 12 {
+		t.Fatalf("24 h sample count %d, want 12", h.SampleCount)
+	}
+	if n := e.count("SELECT count(*) FROM latency_pending"); n != 0 {
+		t.Fatalf("%d pending sample rows left after the flush", n)
+	}
+	// A second flush merges nothing twice.
+	if err := next.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT coalesce(sum(count), 0)::int FROM latency_histograms WHERE endpoint_id = $1 AND resolution_seconds = 60", epID); n != 12 {
+		t.Fatalf("after a second flush: %d samples, want 12", n)
+	}
+}
