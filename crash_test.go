@@ -132,6 +132,15 @@ func TestKill9LosesNothing(t *testing.T) {
 			errs.errorf("delivery %d has attempt_count %d, want %d", d.id, d.attemptCount, want)
 		}
 	}
+
+	// Every attempt that reached the receiver, those the killed process
+	// recorded just before it died included, is a latency sample.
+	var sent, samples int64
+	rig.queryRow("SELECT count(*) FROM delivery_attempts WHERE error_class IS DISTINCT FROM 'lease_expired'", nil, &sent)
+	rig.queryRow("SELECT coalesce(sum(count), 0)::bigint FROM latency_histograms WHERE resolution_seconds = 60", nil, &samples)
+	if samples != sent {
+		errs.errorf("latency histograms hold %d samples for %d sent attempts: the crash lost %d", samples, sent, sent-samples)
+	}
 }
 
 // TestKill9ResumesBeforeLeasesExpire kills hookline while its endpoint's
