@@ -78,6 +78,13 @@ type Progress struct {
 // CountID is the fragment id of a cluster row's count.
 func CountID(key string) string { return RowID(key) + "-count" }
 
+// DeliveryID is the fragment id of a dead delivery in an expanded cluster.
+func DeliveryID(id int64) string { return components.FragmentID("dead-delivery", itoa(id)) }
+
+// DeliveryActionID is the fragment id of a dead delivery's replay action,
+// replaced by the replay's progress.
+func DeliveryActionID(id int64) string { return DeliveryID(id) + "-action" }
+
 // RowID is the fragment id of a cluster's row.
 func RowID(key string) string { return components.FragmentID("cluster", key) }
 
