@@ -183,24 +183,30 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 		return endpoint.Health{}, err
 	}
 	now := s.now()
+	// Attempt rows are kept 7 days: the newest unsent failure within them.
+	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), &e.ID)
+	if err != nil {
+		return endpoint.Health{}, err
+	}
+	u := unsent[e.ID]
 	v := endpoint.Health{
 		EndpointID: e.ID, Breaker: breakerData(e, h, now), P50: h.P50Ms, P95: h.P95Ms, P99: h.P99Ms,
-		RecentP95: h.RecentP95Ms, Samples: h.SampleCount, Failures: h.ConsecutiveFailures,
+		RecentP95: h.RecentP95Ms, Samples: h.SampleCount + u.Dead, Failures: h.ConsecutiveFailures,
 		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, PausedUntil: h.PausedUntil,
 		Queue: depth.Queued, Dead: depth.Dead, Now: now, CanOperate: canOperate,
 	}
 	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
 		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
 	v.Latency = latencyFlag(h)
-	if h.SampleCount > 0 {
-		rate := float64(h.OkCount) / float64(h.SampleCount)
-		v.SuccessRate = &rate
-	}
+	v.SuccessRate = successRate(h, u.Dead)
 	if h.LastSuccessAt != nil {
 		v.LastSuccess = *h.LastSuccessAt
 	}
 	if h.LastFailureAt != nil {
 		v.LastFailure = *h.LastFailureAt
+	}
+	if u.Last.After(v.LastFailure) {
+		v.LastFailure = u.Last
 	}
 	return v, nil
 }
