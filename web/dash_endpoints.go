@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/worker/latency"
 )
 
 // endpointsPage: GET /endpoints
@@ -161,6 +162,11 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now 
 		Queue: queue, Dead: dead,
 	}
 	row.Latency = latencyFlag(h)
+	// A row flagged by its last 10 minutes shows that figure: the 24 h
+	// ones beside it may all look fine.
+	if recent := latency.FlagFor(msDuration(h.RecentP95Ms), h.RecentSampleCount, latency.MinSamples); recent != latency.FlagOK && string(recent) == row.Latency {
+		row.FlaggedByRecent = true
+	}
 	row.SuccessRate = successRate(h, unsent)
 	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
 	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
