@@ -29,7 +29,7 @@ func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
 	op := env.signIn(base, "ops@example.com", "operator")
 	_, doc := op.get("/endpoints")
 	row := func(id int64) string { return fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"]`, id) }
-	if got := doc.Find(row(recent) + " [data-testid=latency-flag]").AttrOr("data-state", ""); got != "slow" {
+	if got := doc.Find(row(recent)+" [data-testid=latency-flag]").AttrOr("data-state", ""); got != "slow" {
 		t.Fatalf("the recently slow endpoint is flagged %q", got)
 	}
 	if got := strings.Join(strings.Fields(doc.Find(row(recent)+" [data-testid=recent-p95]").Text()), " "); got != "P95 10 min 3.40 s" {
