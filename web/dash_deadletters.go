@@ -40,6 +40,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 			Key: cl.Key, EndpointID: cl.EndpointID, Endpoint: cl.EndpointName, Partner: cl.PartnerName, Enabled: cl.EndpointOn,
 			Class: cl.ErrorClass, StatusCode: cl.StatusCode, Count: cl.Count, First: cl.FirstDeadAt, Last: cl.LastDeadAt,
 			AvgAttempts: cl.AvgAttempts, PrimaryError: cl.PrimaryError, PayoutAtRisk: cl.PayoutAtRisk,
+			PayoutCurrencies: cl.payoutCurrencies, PayoutUnlabelled: cl.payoutUnlabelled,
 			Pattern: cl.Diagnosis.Pattern, Summary: cl.Diagnosis.Summary, Action: cl.Diagnosis.Action,
 		})
 		if !seen[cl.EndpointID] {
