@@ -68,7 +68,7 @@ func diagnose(c cluster, windowHours int) diagnosis {
 		return d
 	}
 	if c.HoursWithDead >= trickleMinHours && c.Count <= c.HoursWithDead*trickleMaxPerHour {
-		span := c.LastDeadAt.Sub(c.FirstDeadAt).Round(time.Hour)
+		span := spanText(c.LastDeadAt.Sub(c.FirstDeadAt))
 		d := diagnosis{Pattern: "trickle",
 			Summary: fmt.Sprintf("A few dead letters spread over %s: the endpoint works most of the time but fails intermittently, and the retries run out.", span),
 			Action:  "Raise max_attempts for this endpoint, or lower its timeout if the failures are timeouts; then replay this cluster."}
@@ -90,6 +90,18 @@ func diagnose(c cluster, windowHours int) diagnosis {
 		d.Action = "Check the endpoint's health; replay this cluster once it answers again, and raise max_attempts if these failures are passing."
 	}
 	return d
+}
+
+// spanText reads a time span in whole hours, or days past two of them.
+func spanText(d time.Duration) string {
+	h := int(d.Round(time.Hour).Hours())
+	switch {
+	case h >= 48:
+		return fmt.Sprintf("%d days", int(math.Round(d.Hours()/24)))
+	case h <= 1:
+		return "about an hour"
+	}
+	return fmt.Sprintf("%d hours", h)
 }
 
 // attemptsEach reads an average attempt count: "1 attempt each", "5

@@ -59,7 +59,7 @@ func TestDiagnoseWording(t *testing.T) {
 		{"failing with retries", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 2, MaxInOneHour: 2, HoursWithDead: 1, AvgAttempts: 5, maxAttempts: 5},
 			[]string{"until the retries ran out"}, nil},
 		{"trickle without retries", cluster{ErrorClass: "timeout", Count: 6, MaxInOneHour: 1, HoursWithDead: 6, FirstDeadAt: t0, LastDeadAt: t0.Add(15 * time.Hour), AvgAttempts: 1, maxAttempts: 1},
-			[]string{"every failure is final"}, []string{"retries run out"}},
+			[]string{"every failure is final", "spread over 15 hours"}, []string{"retries run out", "0m0s"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
