@@ -134,7 +134,9 @@ func TestBrowserLayoutAndContrast(t *testing.T) {
 	orders := env.createEndpoint(map[string]any{"partner_id": acme, "name": "orders-webhook-production", "kind": "webhook", "url": ok.URL + "/hooks/orders"}).ID
 	keitaro := env.createEndpoint(map[string]any{"partner_id": clickwave, "name": "keitaro-postback", "kind": "postback", "method": "GET",
 		"url": ok.URL + "/postback?subid={click_id}&payout={payout}", "success_body_contains": "OK"}).ID
-	crm := env.createEndpoint(map[string]any{"partner_id": acme, "name": "legacy-crm-sync", "kind": "webhook", "url": "https://crm.invalid/in", "max_attempts": 1}).ID
+	// Never sent to (it takes no conversions): its dead letters are seeded.
+	crm := env.createEndpoint(map[string]any{"partner_id": acme, "name": "legacy-crm-sync", "kind": "webhook", "url": "https://crm.invalid/in", "max_attempts": 1,
+		"event_types": []string{"order.created"}}).ID
 	archived := env.createPartner("Old Partner")
 	if _, err := env.pool.Exec(context.Background(), "UPDATE partners SET archived_at = now() WHERE id = $1", archived); err != nil {
 		t.Fatal(err)
