@@ -46,7 +46,8 @@ const deadLetterClusters = `-- name: DeadLetterClusters :many
 WITH dead AS (
     SELECT d.id, d.endpoint_id, coalesce(d.last_error_class, '') AS error_class,
            coalesce(d.last_status_code, 0) AS status_code, d.dead_at, d.attempt_count,
-           coalesce(d.last_error, '') AS last_error, ev.payload->>'payout' AS payout
+           coalesce(d.last_error, '') AS last_error, ev.payload->>'payout' AS payout,
+           nullif(left(btrim(ev.payload->>'currency'), 12), '') AS currency
     FROM deliveries d
     JOIN events ev ON ev.id = d.event_id
     WHERE d.status = 'dead' AND d.dead_at >= $1::timestamptz
@@ -57,45 +58,53 @@ hourly AS (
     GROUP BY 1, 2, 3, 4
 )
 SELECT d.endpoint_id, e.name AS endpoint_name, p.name AS partner_name, e.enabled, e.disabled_reason,
-       d.error_class, d.status_code,
+       e.max_attempts, d.error_class, d.status_code,
        count(*)::bigint AS dead_count,
        min(d.dead_at)::timestamptz AS first_dead_at,
        max(d.dead_at)::timestamptz AS last_dead_at,
        avg(d.attempt_count)::float8 AS avg_attempts,
        (mode() WITHIN GROUP (ORDER BY d.last_error))::text AS primary_error,
        coalesce(sum(CASE WHEN d.payout ~ '^-?[0-9]+(\.[0-9]+)?$' THEN d.payout::numeric END), 0)::float8 AS payout_at_risk,
+       coalesce(array_agg(DISTINCT d.currency ORDER BY d.currency) FILTER (WHERE d.payout ~ '^-?[0-9]+(\.[0-9]+)?$' AND d.currency IS NOT NULL), '{}')::text[] AS payout_currencies,
+       coalesce(bool_or(d.currency IS NULL) FILTER (WHERE d.payout ~ '^-?[0-9]+(\.[0-9]+)?$'), false)::bool AS payout_unlabelled,
        (SELECT count(*) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS hours_with_dead,
        (SELECT max(h.n) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS max_in_one_hour
 FROM dead d
 JOIN endpoints e ON e.id = d.endpoint_id
 JOIN partners p ON p.id = e.partner_id
-GROUP BY d.endpoint_id, e.name, p.name, e.enabled, e.disabled_reason, d.error_class, d.status_code
+GROUP BY d.endpoint_id, e.name, p.name, e.enabled, e.disabled_reason, e.max_attempts, d.error_class, d.status_code
 ORDER BY count(*) DESC, d.endpoint_id
 LIMIT 200
 `
 
 type DeadLetterClustersRow struct {
-	EndpointID     int64
-	EndpointName   string
-	PartnerName    string
-	Enabled        bool
-	DisabledReason string
-	ErrorClass     string
-	StatusCode     int32
-	DeadCount      int64
-	FirstDeadAt    time.Time
-	LastDeadAt     time.Time
-	AvgAttempts    float64
-	PrimaryError   string
-	PayoutAtRisk   float64
-	HoursWithDead  int64
-	MaxInOneHour   int64
+	EndpointID       int64
+	EndpointName     string
+	PartnerName      string
+	Enabled          bool
+	DisabledReason   string
+	MaxAttempts      int32
+	ErrorClass       string
+	StatusCode       int32
+	DeadCount        int64
+	FirstDeadAt      time.Time
+	LastDeadAt       time.Time
+	AvgAttempts      float64
+	PrimaryError     string
+	PayoutAtRisk     float64
+	PayoutCurrencies []string
+	PayoutUnlabelled bool
+	HoursWithDead    int64
+	MaxInOneHour     int64
 }
 
 // Groups dead deliveries of the last @since by endpoint × error class ×
 // status code: the debugging dataset. Payout at risk sums a numeric (or
-// numeric-string) top-level "payout" field of the events. hours_with_dead
-// and max_in_one_hour tell an outage burst from a trickle.
+// numeric-string) top-level "payout" field of the events; payout_currencies
+// lists the distinct top-level "currency" values of those events, and
+// payout_unlabelled says whether some had none (then the sum is raw).
+// hours_with_dead and max_in_one_hour tell an outage burst from a trickle;
+// max_attempts (the endpoint's) says whether there were retries at all.
 func (q *Queries) DeadLetterClusters(ctx context.Context, since time.Time) ([]DeadLetterClustersRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterClusters, since)
 	if err != nil {
@@ -111,6 +120,7 @@ func (q *Queries) DeadLetterClusters(ctx context.Context, since time.Time) ([]De
 			&i.PartnerName,
 			&i.Enabled,
 			&i.DisabledReason,
+			&i.MaxAttempts,
 			&i.ErrorClass,
 			&i.StatusCode,
 			&i.DeadCount,
@@ -119,6 +129,8 @@ func (q *Queries) DeadLetterClusters(ctx context.Context, since time.Time) ([]De
 			&i.AvgAttempts,
 			&i.PrimaryError,
 			&i.PayoutAtRisk,
+			&i.PayoutCurrencies,
+			&i.PayoutUnlabelled,
 			&i.HoursWithDead,
 			&i.MaxInOneHour,
 		); err != nil {

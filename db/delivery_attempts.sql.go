@@ -116,3 +116,83 @@ func (q *Queries) AttemptListByEvent(ctx context.Context, eventID uuid.UUID) ([]
 	}
 	return items, nil
 }
+
+const attemptPageByEndpoint = `-- name: AttemptPageByEndpoint :many
+SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
+       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status
+FROM delivery_attempts a
+JOIN deliveries d ON d.id = a.delivery_id
+WHERE a.endpoint_id = $1
+  AND ($2::timestamptz IS NULL
+       OR (a.started_at, a.id) < ($2::timestamptz, $3::bigint))
+  AND (NOT $4::bool OR a.outcome <> 'ok')
+ORDER BY a.started_at DESC, a.id DESC
+LIMIT $5::int
+`
+
+type AttemptPageByEndpointParams struct {
+	EndpointID      int64
+	BeforeStartedAt *time.Time
+	BeforeID        *int64
+	FailuresOnly    bool
+	RowLimit        int32
+}
+
+type AttemptPageByEndpointRow struct {
+	ID              int64
+	DeliveryID      int64
+	AttemptNo       int32
+	StartedAt       time.Time
+	DurationMs      float64
+	Outcome         string
+	StatusCode      *int32
+	ErrorClass      *string
+	Error           *string
+	ResponseExcerpt *string
+	EventID         uuid.UUID
+	DeliveryStatus  string
+}
+
+// One page of an endpoint's attempts, newest first: those older than the
+// cursor (before_started_at, before_id) when one is given, failures only
+// when @failures_only. Keyset paging over delivery_attempts_endpoint: a
+// page costs the same however far back it is, and attempts written
+// meanwhile never shift a page.
+func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEndpointParams) ([]AttemptPageByEndpointRow, error) {
+	rows, err := q.db.Query(ctx, attemptPageByEndpoint,
+		arg.EndpointID,
+		arg.BeforeStartedAt,
+		arg.BeforeID,
+		arg.FailuresOnly,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttemptPageByEndpointRow{}
+	for rows.Next() {
+		var i AttemptPageByEndpointRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeliveryID,
+			&i.AttemptNo,
+			&i.StartedAt,
+			&i.DurationMs,
+			&i.Outcome,
+			&i.StatusCode,
+			&i.ErrorClass,
+			&i.Error,
+			&i.ResponseExcerpt,
+			&i.EventID,
+			&i.DeliveryStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

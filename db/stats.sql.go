@@ -194,3 +194,60 @@ func (q *Queries) StatsSlowEndpoints(ctx context.Context, arg StatsSlowEndpoints
 	}
 	return items, nil
 }
+
+const statsUnsentDead = `-- name: StatsUnsentDead :many
+SELECT endpoint_id,
+       count(*) FILTER (WHERE dead_at >= $1::timestamptz)::bigint AS dead,
+       max(dead_at)::timestamptz AS last_dead_at
+FROM deliveries
+WHERE status = 'dead' AND dead_at >= $2::timestamptz
+  AND last_error_class = ANY($3::text[])
+  AND ($4::bigint IS NULL OR endpoint_id = $4)
+GROUP BY endpoint_id
+`
+
+type StatsUnsentDeadParams struct {
+	CountSince time.Time
+	Since      time.Time
+	Classes    []string
+	EndpointID *int64
+}
+
+type StatsUnsentDeadRow struct {
+	EndpointID int64
+	Dead       int64
+	LastDeadAt time.Time
+}
+
+// Dead deliveries whose last attempt never reached the partner (a payload
+// missing a postback field, a refused destination, an unusable request or
+// secret, a lease that expired), per endpoint: @classes lists those error
+// classes. The latency histograms hold only attempts that were sent, so
+// failure counts, success rates and "last failure" add these. dead counts
+// the ones since @count_since, last_dead_at is the newest since @since
+// (the earlier of the two). Reads deliveries_dead by time; one endpoint
+// when endpoint_id is set.
+func (q *Queries) StatsUnsentDead(ctx context.Context, arg StatsUnsentDeadParams) ([]StatsUnsentDeadRow, error) {
+	rows, err := q.db.Query(ctx, statsUnsentDead,
+		arg.CountSince,
+		arg.Since,
+		arg.Classes,
+		arg.EndpointID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StatsUnsentDeadRow{}
+	for rows.Next() {
+		var i StatsUnsentDeadRow
+		if err := rows.Scan(&i.EndpointID, &i.Dead, &i.LastDeadAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -15,3 +15,20 @@ JOIN deliveries d ON d.id = a.delivery_id
 WHERE a.endpoint_id = @endpoint_id
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;
+
+-- name: AttemptPageByEndpoint :many
+-- One page of an endpoint's attempts, newest first: those older than the
+-- cursor (before_started_at, before_id) when one is given, failures only
+-- when @failures_only. Keyset paging over delivery_attempts_endpoint: a
+-- page costs the same however far back it is, and attempts written
+-- meanwhile never shift a page.
+SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
+       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status
+FROM delivery_attempts a
+JOIN deliveries d ON d.id = a.delivery_id
+WHERE a.endpoint_id = @endpoint_id
+  AND (sqlc.narg('before_started_at')::timestamptz IS NULL
+       OR (a.started_at, a.id) < (sqlc.narg('before_started_at')::timestamptz, sqlc.narg('before_id')::bigint))
+  AND (NOT @failures_only::bool OR a.outcome <> 'ok')
+ORDER BY a.started_at DESC, a.id DESC
+LIMIT @row_limit::int;

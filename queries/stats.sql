@@ -48,3 +48,21 @@ LIMIT 20;
 SELECT state, paused, count(*)::bigint AS endpoints
 FROM endpoint_health
 GROUP BY state, paused;
+
+-- name: StatsUnsentDead :many
+-- Dead deliveries whose last attempt never reached the partner (a payload
+-- missing a postback field, a refused destination, an unusable request or
+-- secret, a lease that expired), per endpoint: @classes lists those error
+-- classes. The latency histograms hold only attempts that were sent, so
+-- failure counts, success rates and "last failure" add these. dead counts
+-- the ones since @count_since, last_dead_at is the newest since @since
+-- (the earlier of the two). Reads deliveries_dead by time; one endpoint
+-- when endpoint_id is set.
+SELECT endpoint_id,
+       count(*) FILTER (WHERE dead_at >= @count_since::timestamptz)::bigint AS dead,
+       max(dead_at)::timestamptz AS last_dead_at
+FROM deliveries
+WHERE status = 'dead' AND dead_at >= @since::timestamptz
+  AND last_error_class = ANY(@classes::text[])
+  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id'))
+GROUP BY endpoint_id;

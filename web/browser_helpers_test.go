@@ -202,6 +202,20 @@ func newChromeTab(t *testing.T, base string) *chromeTab {
 	return c
 }
 
+// consoleErrors returns the console errors logged so far that contain
+// substr.
+func (c *chromeTab) consoleErrors(substr string) []string {
+	c.log.mu.Lock()
+	defer c.log.mu.Unlock()
+	var out []string
+	for _, p := range c.log.problems {
+		if strings.Contains(p, substr) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (l *pageLog) note(list *[]string, s string) {
 	l.mu.Lock()
 	*list = append(*list, s)

@@ -234,6 +234,60 @@ func TestBrowserReplayCluster(t *testing.T) {
 	env.waitDB("the replay in the audit log", time.Second, `SELECT count(*) = 1 FROM audit_log WHERE action = 'dead_letters.replay'`)
 }
 
+// TestBrowserReplayDelivery: one delivery replayed from an expanded
+// cluster shows its progress until it is delivered, like a cluster replay,
+// and the cluster's count follows; htmx finds every target it swaps.
+func TestBrowserReplayDelivery(t *testing.T) {
+	chromiumPath(t) // before any setup: fail or skip at once
+	env := newEnv(t, allowLoopback)
+	base := env.server()
+	rcv := newHookReceiver(t, http.StatusUnauthorized, 0, `{"error":"invalid token"}`)
+	pid := env.createPartner("Acme Retail")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "crm-sync", "kind": "webhook", "url": rcv.URL + "/in", "max_attempts": 1}).ID
+	env.startWorker()
+	const n = 3
+	for i := range n {
+		env.postEvent("order.created", map[string]any{"order_id": i})
+	}
+	env.waitDB("the deliveries to die with 401", 15*time.Second,
+		`SELECT count(*) = $2 FROM deliveries WHERE endpoint_id = $1 AND status = 'dead' AND last_status_code = 401`, ep, n)
+
+	env.createDashUser("ops@example.com", "operator")
+	tab := newChromeTab(t, base)
+	tab.login("ops@example.com")
+	tab.open("/dead-letters")
+	cluster := `[data-testid=cluster-row][data-pattern=credentials]`
+	tab.waitUntil("the credentials cluster", sel(cluster), stepTimeout)
+	evalJS[chromedp.Void](tab, `window.__hooklineTargetErrors = 0; document.addEventListener("htmx:targetError", () => window.__hooklineTargetErrors++)`)
+	tab.click(cluster + " [data-testid=cluster-expand] summary")
+	first := cluster + " [data-testid=dead-delivery]"
+	tab.waitUntil("the cluster's deliveries", fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, jsString(first), n), stepTimeout)
+
+	rcv.status.Store(http.StatusOK) // the partner fixed its side
+	tab.click(first + " [data-testid=replay-delivery]")
+	progress := first + " [data-testid=replay-progress]"
+	tab.waitUntil("the delivery's replay to be accepted", sel(progress+" [data-testid=replay-requeued]")+`?.textContent.trim() === "1 re-queued"`, stepTimeout)
+	tab.waitUntil("the cluster's count to drop by one", fmt.Sprintf(`%s?.textContent.trim() === "%d"`, sel(cluster+" [data-testid=cluster-count]"), n-1), stepTimeout)
+	tab.waitUntil("the progress to show the delivery delivered", fmt.Sprintf(`%s?.textContent.trim() === "1 delivered" && %s?.dataset.waiting === "0"`,
+		sel(progress+" [data-testid=replay-delivered]"), sel(progress)), 15*time.Second)
+	tab.screenshot("dead-letters-delivery-replayed")
+
+	if got := evalJS[int](tab, "window.__hooklineTargetErrors"); got != 0 {
+		tab.fatalf("htmx could not find a swap target %d times", got)
+	}
+	if errs := tab.consoleErrors("targetError"); len(errs) > 0 {
+		tab.fatalf("the browser logged: %v", errs)
+	}
+	var delivered, dead int
+	if err := env.pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status = 'dead')
+		FROM deliveries WHERE endpoint_id = $1`, ep).Scan(&delivered, &dead); err != nil {
+		t.Fatal(err)
+	}
+	if delivered != 1 || dead != n-1 {
+		t.Fatalf("after replaying one delivery: %d delivered, %d dead; want 1 and %d", delivered, dead, n-1)
+	}
+}
+
 // TestBrowserRotateSecret: rotating a signing secret shows the new secret
 // once, keeps the old one signing for the chosen overlap, and never shows the
 // secret again.

@@ -40,6 +40,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 			Key: cl.Key, EndpointID: cl.EndpointID, Endpoint: cl.EndpointName, Partner: cl.PartnerName, Enabled: cl.EndpointOn,
 			Class: cl.ErrorClass, StatusCode: cl.StatusCode, Count: cl.Count, First: cl.FirstDeadAt, Last: cl.LastDeadAt,
 			AvgAttempts: cl.AvgAttempts, PrimaryError: cl.PrimaryError, PayoutAtRisk: cl.PayoutAtRisk,
+			PayoutCurrencies: cl.payoutCurrencies, PayoutUnlabelled: cl.payoutUnlabelled,
 			Pattern: cl.Diagnosis.Pattern, Summary: cl.Diagnosis.Summary, Action: cl.Diagnosis.Action,
 		})
 		if !seen[cl.EndpointID] {
@@ -77,7 +78,7 @@ func (s *Server) deadLetterCluster(c echo.Context) error {
 		list = append(list, d)
 	}
 	p := principalOf(c)
-	return s.render(c, http.StatusOK, deadletters.Deliveries(list, p.can(account.RoleOperator), p.CSRF))
+	return s.render(c, http.StatusOK, deadletters.Deliveries(list, p.can(account.RoleOperator), p.CSRF, k.String(), hours))
 }
 
 // deadLetterCount: GET /dead-letters/count?endpoint_id=&since= (how many a
@@ -149,8 +150,17 @@ func (s *Server) deadLetterReplay(c echo.Context) error {
 		}
 	}
 	p := deadletters.Progress{EndpointID: endpointID, At: res.At, Requeued: int64(len(res.IDs)), Waiting: int64(len(res.IDs))}
-	if sel.Cluster != "" {
-		if err := s.withClusterCount(c.Request().Context(), &p, sel.Cluster, sel.Hours); err != nil {
+	// A delivery replayed from an expanded cluster keeps that cluster's
+	// row count current, as a whole-cluster replay does.
+	cluster := sel.Cluster
+	if cluster == "" && len(sel.DeliveryIDs) > 0 {
+		if k, ok := parseClusterKey(c.FormValue("in_cluster")); ok && k.EndpointID == endpointID {
+			cluster = k.String()
+			sel.Hours, _ = strconv.Atoi(c.FormValue("hours"))
+		}
+	}
+	if cluster != "" {
+		if err := s.withClusterCount(c.Request().Context(), &p, cluster, sel.Hours); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,13 +24,29 @@ import (
 	"github.com/hookline/hookline/worker/signing"
 )
 
-// endpointPage: GET /endpoints/:id
+// endpointPage: GET /endpoints/:id[?attempts=failed][&before=CURSOR]. The
+// query chooses the attempt log's page; an htmx request aimed at the log
+// gets the log alone.
 func (s *Server) endpointPage(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
+	page, err := attemptPageOf(c)
+	if err != nil {
+		return err
+	}
+	if isHTMX(c) && c.Request().Header.Get("HX-Target") == endpoint.AttemptsID {
+		if _, err := s.endpointWithHealth(ctx, id); err != nil {
+			return err
+		}
+		attempts, err := s.attemptLog(ctx, id, page)
+		if err != nil {
+			return err
+		}
+		return s.render(c, http.StatusOK, endpoint.AttemptsPanel(attempts))
+	}
 	r, err := s.endpointWithHealth(ctx, id)
 	if err != nil {
 		return err
@@ -43,7 +60,7 @@ func (s *Server) endpointPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	attempts, err := s.attemptLog(ctx, id)
+	attempts, err := s.attemptLog(ctx, id, page)
 	if err != nil {
 		return err
 	}
@@ -183,24 +200,30 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 		return endpoint.Health{}, err
 	}
 	now := s.now()
+	// Attempt rows are kept 7 days: the newest unsent failure within them.
+	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), &e.ID)
+	if err != nil {
+		return endpoint.Health{}, err
+	}
+	u := unsent[e.ID]
 	v := endpoint.Health{
 		EndpointID: e.ID, Breaker: breakerData(e, h, now), P50: h.P50Ms, P95: h.P95Ms, P99: h.P99Ms,
-		RecentP95: h.RecentP95Ms, Samples: h.SampleCount, Failures: h.ConsecutiveFailures,
+		RecentP95: h.RecentP95Ms, Samples: h.SampleCount + u.Dead, Failures: h.ConsecutiveFailures,
 		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, PausedUntil: h.PausedUntil,
 		Queue: depth.Queued, Dead: depth.Dead, Now: now, CanOperate: canOperate,
 	}
 	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
 		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
 	v.Latency = latencyFlag(h)
-	if h.SampleCount > 0 {
-		rate := float64(h.OkCount) / float64(h.SampleCount)
-		v.SuccessRate = &rate
-	}
+	v.SuccessRate = successRate(h, u.Dead)
 	if h.LastSuccessAt != nil {
 		v.LastSuccess = *h.LastSuccessAt
 	}
 	if h.LastFailureAt != nil {
 		v.LastFailure = *h.LastFailureAt
+	}
+	if u.Last.After(v.LastFailure) {
+		v.LastFailure = u.Last
 	}
 	return v, nil
 }
@@ -226,14 +249,82 @@ func (s *Server) endpointChart(ctx context.Context, e db.Endpoint) (components.C
 	return c, nil
 }
 
-func (s *Server) attemptLog(ctx context.Context, id int64) ([]endpoint.Attempt, error) {
-	rows, err := s.q.AttemptListByEndpoint(ctx, db.AttemptListByEndpointParams{EndpointID: id, RowLimit: 50})
-	if err != nil {
-		return nil, err
+// attemptPageSize is how many attempts one page of the log shows.
+const attemptPageSize = 50
+
+// attemptPage chooses a page of the attempt log: failures only or every
+// attempt, and the cursor it starts after (nil for the newest).
+type attemptPage struct {
+	FailuresOnly bool
+	Before       *attemptCursor
+}
+
+// attemptCursor is the last attempt of a page (its start and id, the log's
+// order): the next page starts after it.
+type attemptCursor struct {
+	StartedAt time.Time
+	ID        int64
+}
+
+// String is the cursor as a query value: "<unix microseconds>_<id>"
+// (PostgreSQL keeps microseconds, so the round trip is exact).
+func (k attemptCursor) String() string {
+	return strconv.FormatInt(k.StartedAt.UnixMicro(), 10) + "_" + strconv.FormatInt(k.ID, 10)
+}
+
+func parseAttemptCursor(v string) (attemptCursor, bool) {
+	at, id, ok := strings.Cut(v, "_")
+	if !ok {
+		return attemptCursor{}, false
 	}
-	out := make([]endpoint.Attempt, 0, len(rows))
+	us, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || us < 0 || n <= 0 {
+		return attemptCursor{}, false
+	}
+	return attemptCursor{StartedAt: time.UnixMicro(us).UTC(), ID: n}, true
+}
+
+func attemptPageOf(c echo.Context) (attemptPage, error) {
+	var p attemptPage
+	switch c.QueryParam("attempts") {
+	case "", "all":
+	case "failed":
+		p.FailuresOnly = true
+	default:
+		return p, invalidField("attempts", `must be "all" or "failed"`)
+	}
+	if v := c.QueryParam("before"); v != "" {
+		k, ok := parseAttemptCursor(v)
+		if !ok {
+			return p, invalidField("before", "not a page of attempts")
+		}
+		p.Before = &k
+	}
+	return p, nil
+}
+
+// attemptLog reads one page of the attempt log, and one attempt more to
+// know whether an older page exists.
+func (s *Server) attemptLog(ctx context.Context, id int64, page attemptPage) (endpoint.Attempts, error) {
+	arg := db.AttemptPageByEndpointParams{EndpointID: id, FailuresOnly: page.FailuresOnly, RowLimit: attemptPageSize + 1}
+	out := endpoint.Attempts{EndpointID: id, FailuresOnly: page.FailuresOnly}
+	if page.Before != nil {
+		arg.BeforeStartedAt, arg.BeforeID = &page.Before.StartedAt, &page.Before.ID
+		out.Before = page.Before.String()
+	}
+	rows, err := s.q.AttemptPageByEndpoint(ctx, arg)
+	if err != nil {
+		return endpoint.Attempts{}, fmt.Errorf("attempt log: %w", err)
+	}
+	if len(rows) > attemptPageSize {
+		rows = rows[:attemptPageSize]
+		last := rows[len(rows)-1]
+		out.Older = attemptCursor{StartedAt: last.StartedAt, ID: last.ID}.String()
+	}
+	out.List = make([]endpoint.Attempt, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, endpoint.Attempt{
+		out.List = append(out.List, endpoint.Attempt{
 			At: r.StartedAt, DeliveryID: r.DeliveryID, EventID: r.EventID.String(), AttemptNo: r.AttemptNo,
 			Outcome: r.Outcome, StatusCode: int(deref32(r.StatusCode)), Class: derefS(r.ErrorClass),
 			DurationMs: r.DurationMs, Error: derefS(r.Error), Excerpt: derefS(r.ResponseExcerpt),

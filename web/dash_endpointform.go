@@ -331,6 +331,7 @@ func (s *Server) formTestFire(c echo.Context) error {
 	}
 	if len(f.Errors) > 0 {
 		res := endpoint.TestResult{Outcome: "permanent", Class: "invalid_request", Error: "Fix the form first: " + strings.Join(sortedErrors(f.Errors), "; ")}
+		res.Verdicts = s.verdicts(c.Request().Context(), in.URL)
 		return s.render(c, http.StatusOK, endpoint.TestResultView(res))
 	}
 	res := s.testFire(c.Request().Context(), cfg, nil)

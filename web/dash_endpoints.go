@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/worker/latency"
 )
 
 // endpointsPage: GET /endpoints
@@ -62,10 +63,14 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 		return endpoints.Table{}, err
 	}
 	now := s.now()
+	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-24*time.Hour), nil)
+	if err != nil {
+		return endpoints.Table{}, err
+	}
 	t := endpoints.Table{Filter: f, Total: len(rows), Now: now, CanOperate: principalOf(c).can(account.RoleOperator)}
 	q := strings.ToLower(f.Q)
 	for _, r := range rows {
-		row := endpointRow(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], now)
+		row := endpointRow(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], unsent[r.Endpoint.ID].Dead, now)
 		if q != "" && !strings.Contains(strings.ToLower(row.Name), q) && !strings.Contains(strings.ToLower(row.Partner), q) && !strings.Contains(strings.ToLower(row.Host), q) {
 			continue
 		}
@@ -145,8 +150,10 @@ func successOr(p *float64) float64 {
 	return *p
 }
 
-// endpointRow maps one endpoint with its health to the table's row.
-func endpointRow(r db.EndpointListWithHealthRow, queue, dead int64, now time.Time) endpoints.Row {
+// endpointRow maps one endpoint with its health to the table's row; unsent
+// is its dead deliveries of the last 24 h that were never sent, failures
+// the cached health (from the latency histograms) does not count.
+func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
 	e, h := r.Endpoint, r.EndpointHealth
 	row := endpoints.Row{
 		ID: e.ID, Name: e.Name, Partner: r.PartnerName, PartnerID: e.PartnerID, Kind: e.Kind,
@@ -155,10 +162,12 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead int64, now time.Tim
 		Queue: queue, Dead: dead,
 	}
 	row.Latency = latencyFlag(h)
-	if h.SampleCount > 0 {
-		rate := float64(h.OkCount) / float64(h.SampleCount)
-		row.SuccessRate = &rate
+	// A row flagged by its last 10 minutes shows that figure: the 24 h
+	// ones beside it may all look fine.
+	if recent := latency.FlagFor(msDuration(h.RecentP95Ms), h.RecentSampleCount, latency.MinSamples); recent != latency.FlagOK && string(recent) == row.Latency {
+		row.FlaggedByRecent = true
 	}
+	row.SuccessRate = successRate(h, unsent)
 	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
 	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
 	return row

@@ -33,6 +33,12 @@ type cluster struct {
 	MaxInOneHour   int64     `json:"max_in_one_hour"`
 	Diagnosis      diagnosis `json:"diagnosis"`
 	disabledReason string
+	// maxAttempts is the endpoint's: 1 means no retries at all.
+	maxAttempts int32
+	// payoutCurrencies are the distinct currencies of the events summed in
+	// PayoutAtRisk; payoutUnlabelled, that some of them named none.
+	payoutCurrencies []string
+	payoutUnlabelled bool
 }
 
 // clusterKey is the selector a cluster is replayed by.
@@ -76,6 +82,7 @@ func (s *Server) deadLetterClusters(ctx context.Context, hours int) ([]cluster, 
 			Count: r.DeadCount, FirstDeadAt: r.FirstDeadAt, LastDeadAt: r.LastDeadAt,
 			AvgAttempts: r.AvgAttempts, PrimaryError: r.PrimaryError, PayoutAtRisk: r.PayoutAtRisk,
 			HoursWithDead: r.HoursWithDead, MaxInOneHour: r.MaxInOneHour, disabledReason: r.DisabledReason,
+			maxAttempts: r.MaxAttempts, payoutCurrencies: r.PayoutCurrencies, payoutUnlabelled: r.PayoutUnlabelled,
 		}
 		c.Diagnosis = diagnose(c, hours)
 		out = append(out, c)

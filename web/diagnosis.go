@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -55,25 +56,64 @@ func diagnose(c cluster, windowHours int) diagnosis {
 			Summary: "The tracker answered 2xx without the expected success text (trackers answer 200 with \"duplicate\" or \"error\").",
 			Action:  "Read a response excerpt on the endpoint page: duplicates need no action; errors need the postback parameters fixed before a replay."}
 	}
+	noRetries := c.maxAttempts == 1
 	if c.MaxInOneHour >= burstMinInHour && c.MaxInOneHour*2 >= c.Count {
-		return diagnosis{Pattern: "outage_burst",
-			Summary: fmt.Sprintf("%d dead letters within one hour: the endpoint was down longer than the retry window (%.0f attempts each).", c.MaxInOneHour, c.AvgAttempts),
+		d := diagnosis{Pattern: "outage_burst",
+			Summary: fmt.Sprintf("%d dead letters within one hour: the endpoint was down longer than the retry window (%s).", c.MaxInOneHour, attemptsEach(c.AvgAttempts)),
 			Action:  "Replay this cluster once the endpoint is healthy again (its breaker closed); if outages this long are normal for the partner, raise max_attempts."}
+		if noRetries {
+			d.Summary = fmt.Sprintf("%d dead letters within one hour: the endpoint was down, and with a single attempt per delivery (max_attempts 1) nothing was retried.", c.MaxInOneHour)
+			d.Action = "Replay this cluster once the endpoint is healthy again (its breaker closed); raise max_attempts so that short outages are retried instead of dropped."
+		}
+		return d
 	}
 	if c.HoursWithDead >= trickleMinHours && c.Count <= c.HoursWithDead*trickleMaxPerHour {
-		span := c.LastDeadAt.Sub(c.FirstDeadAt).Round(time.Hour)
-		return diagnosis{Pattern: "trickle",
+		span := spanText(c.LastDeadAt.Sub(c.FirstDeadAt))
+		d := diagnosis{Pattern: "trickle",
 			Summary: fmt.Sprintf("A few dead letters spread over %s: the endpoint works most of the time but fails intermittently, and the retries run out.", span),
 			Action:  "Raise max_attempts for this endpoint, or lower its timeout if the failures are timeouts; then replay this cluster."}
+		if noRetries {
+			d.Summary = fmt.Sprintf("A few dead letters spread over %s: the endpoint works most of the time but fails now and then, and with a single attempt per delivery (max_attempts 1) every failure is final.", span)
+		}
+		return d
 	}
 	if c.StatusCode >= 400 && c.StatusCode < 500 {
 		return diagnosis{Pattern: "client_error",
 			Summary: fmt.Sprintf("The partner rejected the requests with %d.", c.StatusCode),
 			Action:  "Read a response excerpt on the endpoint page, fix the configuration or the payload with the partner, then replay."}
 	}
-	return diagnosis{Pattern: "failing",
+	d := diagnosis{Pattern: "failing",
 		Summary: fmt.Sprintf("The endpoint kept failing (%s) until the retries ran out.", describeFailure(c)),
 		Action:  "Check the endpoint's health; replay this cluster once it answers again."}
+	if noRetries {
+		d.Summary = fmt.Sprintf("The endpoint failed (%s) on the only attempt it allows (max_attempts 1): nothing was retried.", describeFailure(c))
+		d.Action = "Check the endpoint's health; replay this cluster once it answers again, and raise max_attempts if these failures are passing."
+	}
+	return d
+}
+
+// spanText reads a time span in whole hours, or days past two of them.
+func spanText(d time.Duration) string {
+	h := int(d.Round(time.Hour).Hours())
+	switch {
+	case h >= 48:
+		return fmt.Sprintf("%d days", int(math.Round(d.Hours()/24)))
+	case h <= 1:
+		return "about an hour"
+	}
+	return fmt.Sprintf("%d hours", h)
+}
+
+// attemptsEach reads an average attempt count: "1 attempt each", "5
+// attempts each", "4.5 attempts each on average".
+func attemptsEach(avg float64) string {
+	switch {
+	case avg == 1:
+		return "1 attempt each"
+	case avg == math.Trunc(avg):
+		return fmt.Sprintf("%.0f attempts each", avg)
+	}
+	return fmt.Sprintf("%.1f attempts each on average", avg)
 }
 
 func describeFailure(c cluster) string {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +32,47 @@ func TestDiagnose(t *testing.T) {
 			d := diagnose(tc.c, 24)
 			if d.Pattern != tc.want || d.Summary == "" || d.Action == "" {
 				t.Fatalf("diagnose = %+v, want pattern %q", d, tc.want)
+			}
+		})
+	}
+}
+
+// TestDiagnoseWording: counts are pluralised, and an endpoint without
+// retries (max_attempts 1) is not said to have run out of them.
+func TestDiagnoseWording(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name      string
+		c         cluster
+		want, not []string
+	}{
+		{"burst, one attempt each", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 30, MaxInOneHour: 30, HoursWithDead: 1, AvgAttempts: 1, maxAttempts: 1},
+			[]string{"single attempt", "max_attempts 1"}, []string{"attempts each", "retry window"}},
+		{"burst, one attempt each, with retries since", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 30, MaxInOneHour: 30, HoursWithDead: 1, AvgAttempts: 1, maxAttempts: 5},
+			[]string{"(1 attempt each)"}, []string{"1 attempts"}},
+		{"burst, five attempts each", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 30, MaxInOneHour: 30, HoursWithDead: 1, AvgAttempts: 5, maxAttempts: 5},
+			[]string{"(5 attempts each)"}, nil},
+		{"burst, averaged", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 30, MaxInOneHour: 30, HoursWithDead: 1, AvgAttempts: 4.5, maxAttempts: 5},
+			[]string{"(4.5 attempts each on average)"}, nil},
+		{"failing without retries", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 2, MaxInOneHour: 2, HoursWithDead: 1, AvgAttempts: 1, maxAttempts: 1},
+			[]string{"HTTP 503", "only attempt"}, []string{"retries ran out"}},
+		{"failing with retries", cluster{ErrorClass: "http_status", StatusCode: 503, Count: 2, MaxInOneHour: 2, HoursWithDead: 1, AvgAttempts: 5, maxAttempts: 5},
+			[]string{"until the retries ran out"}, nil},
+		{"trickle without retries", cluster{ErrorClass: "timeout", Count: 6, MaxInOneHour: 1, HoursWithDead: 6, FirstDeadAt: t0, LastDeadAt: t0.Add(15 * time.Hour), AvgAttempts: 1, maxAttempts: 1},
+			[]string{"every failure is final", "spread over 15 hours"}, []string{"retries run out", "0m0s"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := diagnose(tc.c, 24)
+			for _, w := range tc.want {
+				if !strings.Contains(d.Summary, w) {
+					t.Errorf("summary %q lacks %q", d.Summary, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(d.Summary, n) {
+					t.Errorf("summary %q says %q", d.Summary, n)
+				}
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/latency"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // Alert thresholds (the article's three alerts).
@@ -57,6 +58,13 @@ func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
 	if err != nil {
 		return pipelineStats{}, err
 	}
+	unsent, err := s.unsentDead(ctx, now.Add(-time.Hour), now.Add(-time.Hour), nil)
+	if err != nil {
+		return pipelineStats{}, err
+	}
+	for _, u := range unsent {
+		row.FailedLastHour += u.Dead
+	}
 	st := pipelineStats{
 		Pending: row.Pending, AwaitingRetry: row.AwaitingRetry, InFlight: row.InFlight, Dead: row.Dead,
 		DeliveredLastHour: row.OkAttemptsLastHour, FailedLastHour: row.FailedLastHour,
@@ -101,6 +109,48 @@ func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
 		st.Alerts = append(st.Alerts, a)
 	}
 	return st, nil
+}
+
+// unsentClasses are the error classes of attempts that never reached the
+// partner and so never reached the latency histograms, whose counts every
+// failure figure starts from (the worker records a latency sample only for
+// a request it sent): a payload missing a postback field, a refused
+// destination, a request or secret that cannot be used, a send cut short,
+// a lease that expired with its worker.
+var unsentClasses = []string{"missing_field", sender.ClassBlocked, sender.ClassInvalidRequest, "signing", sender.ClassCanceled, "lease_expired"}
+
+// unsentFailure is what the histograms miss of an endpoint's failures: its
+// dead deliveries whose last attempt was never sent.
+type unsentFailure struct {
+	Dead int64     // since the count's start
+	Last time.Time // the newest one in the wider window; zero when none
+}
+
+// unsentDead reads, per endpoint (or for one), the dead deliveries since
+// countSince whose last attempt never reached the partner, and the newest
+// one since since (the earlier of the two).
+func (s *Server) unsentDead(ctx context.Context, countSince, since time.Time, endpointID *int64) (map[int64]unsentFailure, error) {
+	rows, err := s.q.StatsUnsentDead(ctx, db.StatsUnsentDeadParams{CountSince: countSince, Since: since, Classes: unsentClasses, EndpointID: endpointID})
+	if err != nil {
+		return nil, fmt.Errorf("unsent dead deliveries: %w", err)
+	}
+	out := make(map[int64]unsentFailure, len(rows))
+	for _, r := range rows {
+		out[r.EndpointID] = unsentFailure{Dead: r.Dead, Last: r.LastDeadAt}
+	}
+	return out, nil
+}
+
+// successRate is the share of an endpoint's attempts in the 24 h window
+// that succeeded, counting its dead deliveries that were never sent as
+// failed attempts; nil without any attempt.
+func successRate(h db.EndpointHealth, unsent int64) *float64 {
+	n := h.SampleCount + unsent
+	if n <= 0 {
+		return nil
+	}
+	rate := float64(h.OkCount) / float64(n)
+	return &rate
 }
 
 // worstFlag is the more severe of an endpoint's recent and 24 h latency flags.

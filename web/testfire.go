@@ -46,11 +46,15 @@ func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte
 		t, err := postback.Parse(cfg.URL)
 		if err != nil {
 			res.Outcome, res.Class, res.Error = "permanent", "invalid_request", err.Error()
+			res.Verdicts = s.verdicts(ctx, cfg.URL)
 			return res
 		}
 		u, err := t.Render(sample)
 		if err != nil {
+			// Nothing is sent, but where it would go is known: the
+			// template's host.
 			res.Outcome, res.Class, res.Error = "permanent", "missing_field", err.Error()
+			res.Verdicts = s.verdicts(ctx, cfg.URL)
 			return res
 		}
 		req.URL = u

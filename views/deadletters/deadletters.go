@@ -6,6 +6,7 @@ package deadletters
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookline/hookline/views/components"
@@ -42,9 +43,13 @@ type Cluster struct {
 	AvgAttempts  float64
 	PrimaryError string
 	PayoutAtRisk float64
-	Pattern      string
-	Summary      string
-	Action       string
+	// PayoutCurrencies are the distinct currencies of the summed events;
+	// PayoutUnlabelled, that some of them named none.
+	PayoutCurrencies []string
+	PayoutUnlabelled bool
+	Pattern          string
+	Summary          string
+	Action           string
 }
 
 // Delivery is one dead delivery of an expanded cluster.
@@ -77,6 +82,13 @@ type Progress struct {
 
 // CountID is the fragment id of a cluster row's count.
 func CountID(key string) string { return RowID(key) + "-count" }
+
+// DeliveryID is the fragment id of a dead delivery in an expanded cluster.
+func DeliveryID(id int64) string { return components.FragmentID("dead-delivery", itoa(id)) }
+
+// DeliveryActionID is the fragment id of a dead delivery's replay action,
+// replaced by the replay's progress.
+func DeliveryActionID(id int64) string { return DeliveryID(id) + "-action" }
 
 // RowID is the fragment id of a cluster's row.
 func RowID(key string) string { return components.FragmentID("cluster", key) }
@@ -124,6 +136,29 @@ func money(v float64) string {
 		return components.Dash
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// payout is a cluster's payout at risk with its currency when every summed
+// event named the same one, and otherwise the sum with a note saying what
+// it adds up.
+func payout(c Cluster) (amount, note string) {
+	amount = money(c.PayoutAtRisk)
+	switch {
+	case c.PayoutAtRisk == 0:
+		return amount, ""
+	case len(c.PayoutCurrencies) == 1 && !c.PayoutUnlabelled:
+		return amount + " " + c.PayoutCurrencies[0], ""
+	case len(c.PayoutCurrencies) == 0:
+		return amount, "raw sum: the events name no currency"
+	}
+	return amount, "raw sum of mixed currencies (" + strings.Join(c.PayoutCurrencies, ", ") + unlabelled(c.PayoutUnlabelled) + ")"
+}
+
+func unlabelled(some bool) string {
+	if some {
+		return ", and none"
+	}
+	return ""
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

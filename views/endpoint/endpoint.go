@@ -4,6 +4,7 @@
 package endpoint
 
 import (
+	"net/url"
 	"strconv"
 	"time"
 
@@ -16,6 +17,10 @@ const (
 	AttemptsID   = "endpoint-attempts"
 	SecretsID    = "endpoint-secrets"
 	TestResultID = "test-result"
+	// Sections the page's own navigation links to.
+	LatencyID  = "endpoint-latency"
+	TestFireID = "endpoint-test"
+	ConfigID   = "endpoint-config"
 )
 
 // Page is the whole endpoint page.
@@ -23,7 +28,7 @@ type Page struct {
 	Config     Config
 	Health     Health
 	Chart      components.ChartData
-	Attempts   []Attempt
+	Attempts   Attempts
 	Secrets    Secrets
 	CanOperate bool
 }
@@ -68,6 +73,35 @@ type Health struct {
 	Queue, Dead   int64
 	Now           time.Time
 	CanOperate    bool
+}
+
+// Attempts is the attempt log: one page, newest first, of every attempt or
+// of the failures only.
+type Attempts struct {
+	EndpointID   int64
+	List         []Attempt
+	FailuresOnly bool
+	// Before is the cursor this page starts after ("" for the newest);
+	// Older is the cursor of the next page back ("" when there is none).
+	Before, Older string
+}
+
+// AttemptsURL is the endpoint page showing an attempt log page: failures
+// only or every attempt, starting after the cursor before ("" for the
+// newest). Plain links to it work without JavaScript; htmx swaps the log.
+func AttemptsURL(endpointID int64, failuresOnly bool, before string) string {
+	v := url.Values{}
+	if failuresOnly {
+		v.Set("attempts", "failed")
+	}
+	if before != "" {
+		v.Set("before", before)
+	}
+	u := "/endpoints/" + idStr(endpointID)
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	return u
 }
 
 // Attempt is one row of the attempt log.

@@ -44,27 +44,30 @@ func (f Filter) With(sort string) Filter { f.Sort = sort; return f }
 
 // Row is one endpoint.
 type Row struct {
-	ID          int64
-	Name        string
-	Partner     string
-	PartnerID   int64
-	Host        string // the host only: never a postback's query values
-	Kind        string
-	Breaker     components.BreakerData
-	Latency     string // ok | slow | critical | "" (no data)
-	P50         *float64
-	P95         *float64
-	P99         *float64
-	RecentP95   *float64  // last 10 minutes: the early warning
-	Spark50     []float64 // 96 slots of 15 min; negative = no data
-	Spark95     []float64
-	Spark99     []float64
-	MaxMs       float64 // the row's shared sparkline scale
-	SuccessRate *float64
-	Samples     int64
-	Failures    int32
-	Queue       int64
-	Dead        int64
+	ID        int64
+	Name      string
+	Partner   string
+	PartnerID int64
+	Host      string // the host only: never a postback's query values
+	Kind      string
+	Breaker   components.BreakerData
+	Latency   string // ok | slow | critical | "" (no data)
+	P50       *float64
+	P95       *float64
+	P99       *float64
+	RecentP95 *float64 // last 10 minutes: the early warning
+	// FlaggedByRecent: the latency flag comes from RecentP95, which the
+	// row then shows beside the 24 h figures.
+	FlaggedByRecent bool
+	Spark50         []float64 // 96 slots of 15 min; negative = no data
+	Spark95         []float64
+	Spark99         []float64
+	MaxMs           float64 // the row's shared sparkline scale
+	SuccessRate     *float64
+	Samples         int64
+	Failures        int32
+	Queue           int64
+	Dead            int64
 }
 
 // Table is the fragment's view model.

@@ -138,7 +138,8 @@ func PresetByID(id string) (Preset, bool) {
 
 // SampleValues returns plausible conversion values for the form preview and
 // test fires. The click id deliberately holds a space, "&" and "=" so a
-// preview shows the encoding at work.
+// preview shows the encoding at work. The status is "sale", a word Keitaro
+// accepts (lead, sale, rejected) and Binom shows as it is.
 func SampleValues(eventID string, now time.Time) Values {
 	return Values{
 		EventID:   eventID,
@@ -149,7 +150,7 @@ func SampleValues(eventID string, now time.Time) Values {
 			"click_id":       json.RawMessage(`"abc 123&x=1"`),
 			"payout":         json.RawMessage(`12.5`),
 			"transaction_id": json.RawMessage(`"tx_0001"`),
-			"status":         json.RawMessage(`"approved"`),
+			"status":         json.RawMessage(`"sale"`),
 			"currency":       json.RawMessage(`"USD"`),
 			"amount":         json.RawMessage(`49.90`),
 			"sum":            json.RawMessage(`12.5`),

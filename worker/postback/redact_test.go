@@ -55,7 +55,7 @@ func TestTemplateRedactedHidesRenderedValues(t *testing.T) {
 	if want := "https://t.example/c/***?p=***&tx=***#***"; redacted != want {
 		t.Fatalf("Redacted() = %q, want %q", redacted, want)
 	}
-	for _, secret := range []string{"abc", "12.5", "tx_0001", "approved"} {
+	for _, secret := range []string{"abc", "12.5", "tx_0001", "sale"} {
 		if !strings.Contains(rendered, secret) {
 			t.Fatalf("test setup: rendered URL %q lacks %q", rendered, secret)
 		}

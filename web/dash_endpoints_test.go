@@ -1,0 +1,41 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestEndpointsSlowRowShowsRecentP95: a row flagged slow by its last 10
+// minutes shows that P95 beside the 24 h figures, which look healthy; a row
+// flagged by its 24 h P95 needs no extra figure.
+func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme Retail")
+	recent := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://orders.invalid/in"}).ID
+	daily := env.createEndpoint(map[string]any{"partner_id": pid, "name": "invoices", "kind": "webhook", "url": "https://invoices.invalid/in"}).ID
+	set := func(id int64, p95, recentP95 float64) {
+		t.Helper()
+		if _, err := env.pool.Exec(context.Background(), `UPDATE endpoint_health SET p50_ms = 100, p95_ms = $2::float8, p99_ms = $2::float8 * 1.2, sample_count = 500, ok_count = 500,
+			recent_p95_ms = $3::float8, recent_sample_count = 60 WHERE endpoint_id = $1`, id, p95, recentP95); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(recent, 240, 3400)
+	set(daily, 2600, 300)
+
+	op := env.signIn(base, "ops@example.com", "operator")
+	_, doc := op.get("/endpoints")
+	row := func(id int64) string { return fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"]`, id) }
+	if got := doc.Find(row(recent)+" [data-testid=latency-flag]").AttrOr("data-state", ""); got != "slow" {
+		t.Fatalf("the recently slow endpoint is flagged %q", got)
+	}
+	if got := strings.Join(strings.Fields(doc.Find(row(recent)+" [data-testid=recent-p95]").Text()), " "); got != "P95 10 min 3.40 s" {
+		t.Fatalf("the recently slow row shows %q, want its 10-minute P95 (3.40 s)", got)
+	}
+	if n := doc.Find(row(daily) + " [data-testid=recent-p95]").Length(); n != 0 {
+		t.Fatalf("the row flagged by its 24 h P95 shows the 10-minute one too")
+	}
+}
