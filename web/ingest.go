@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -65,11 +66,23 @@ type validated struct {
 // NOTIFY for the workers. An invalid event is rejected alone; the others
 // are still stored.
 func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResult, error) {
+	return s.ingestDecoded(ctx, events, nil)
+}
+
+// ingestDecoded is ingest with each event's decoding error, if any (a
+// batch decodes its events one by one): such events are rejected alone.
+func (s *Server) ingestDecoded(ctx context.Context, events []eventInput, decodeErrs []error) ([]ingestResult, error) {
 	results := make([]ingestResult, len(events))
 	var ok []validated
 	partnerIDs := map[int64]bool{}
 	for i, in := range events {
-		v, err := validateEvent(in)
+		var v validated
+		var err error
+		if i < len(decodeErrs) && decodeErrs[i] != nil {
+			err = decodeErrs[i]
+		} else {
+			v, err = validateEvent(in)
+		}
 		if err != nil {
 			results[i] = ingestResult{Status: ingestRejected, Error: asAPIError(err)}
 			continue
@@ -236,10 +249,15 @@ func validateEvent(in eventInput) (validated, error) {
 	if raw[0] != '{' {
 		return v, invalidField("payload", "must be a JSON object")
 	}
+	// jsonb is stricter than JSON: what it refuses is this event's fault,
+	// answered here rather than failing the transaction every event shares.
+	if msg := jsonbProblem(raw); msg != "" {
+		return v, invalidField("payload", msg)
+	}
 	v.payload = compactJSON(raw)
 	if in.IdempotencyKey != nil {
 		k := *in.IdempotencyKey
-		if k == "" || len(k) > 255 || strings.IndexFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		if k == "" || len(k) > 255 || !utf8.ValidString(k) || strings.IndexFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 			return v, invalidField("idempotency_key", "must be 1-255 printable characters")
 		}
 		v.key = &k
