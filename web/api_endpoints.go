@@ -199,8 +199,8 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 func (s *Server) apiEndpointList(c echo.Context) error {
 	var partnerID *int64
 	if v := c.QueryParam("partner_id"); v != "" {
-		var id int64
-		if _, err := fmt.Sscan(v, &id); err != nil || id <= 0 {
+		id, ok := parseID(v)
+		if !ok {
 			return invalidField("partner_id", "must be a positive integer")
 		}
 		partnerID = &id

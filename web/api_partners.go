@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -126,8 +125,8 @@ func (s *Server) partnerFromPath(c echo.Context) (db.Partner, error) {
 // pathID parses the :id path parameter; a malformed id is a 404 like an
 // unknown one (ids are not user-chosen).
 func pathID(c echo.Context, what string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
 		return 0, notFound(what)
 	}
 	return id, nil
