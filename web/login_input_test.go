@@ -111,7 +111,7 @@ func TestLoginWithAMultibyteUserAgent(t *testing.T) {
 	env.signIn(base, "ua@example.com", "viewer") // creates the user
 	for _, ua := range []string{
 		strings.Repeat("a", 199) + "é and more", // a two-byte character across the 200-byte cut
-		strings.Repeat("a", 198) + "日本",        // three bytes across it
+		strings.Repeat("a", 198) + "日本",         // three bytes across it
 		"Mozilla/5.0 \xff\xfe broken",           // bytes that are not UTF-8
 	} {
 		b := newBrowser(t, base)
