@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -41,13 +42,13 @@ func validatePartner(in partnerInput) (partnerInput, []fieldError) {
 	switch {
 	case in.Name == "":
 		errs = append(errs, fieldError{"name", "is required"})
-	case len(in.Name) > 200:
+	case utf8.RuneCountInString(in.Name) > 200:
 		errs = append(errs, fieldError{"name", "must be at most 200 characters"})
 	}
-	if len(in.Contact) > 500 {
+	if utf8.RuneCountInString(in.Contact) > 500 {
 		errs = append(errs, fieldError{"contact", "must be at most 500 characters"})
 	}
-	if len(in.Notes) > 10000 {
+	if utf8.RuneCountInString(in.Notes) > 10000 {
 		errs = append(errs, fieldError{"notes", "must be at most 10000 characters"})
 	}
 	return in, errs

@@ -259,3 +259,16 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+func TestNameLimitsCountCharacters(t *testing.T) {
+	env := newEnv(t)
+	name := strings.Repeat("é", 200) // 400 bytes, 200 characters: the database's limit
+	rec := env.do(http.MethodPost, "/api/v1/partners", map[string]any{"name": name, "contact": strings.Repeat("ü", 500)})
+	mustStatus(t, rec, http.StatusCreated)
+	pid := decodeBody[partnerJSON](t, rec).ID
+	mustError(t, env.do(http.MethodPost, "/api/v1/partners", map[string]any{"name": name + "é"}), http.StatusUnprocessableEntity, "name")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": name, "kind": "webhook", "url": "https://hooks.test/h",
+		"success_body_contains": strings.Repeat("ö", 200)})
+	mustError(t, env.do(http.MethodPost, "/api/v1/endpoints", map[string]any{"partner_id": pid, "name": name + "x",
+		"kind": "webhook", "url": "https://hooks.test/h"}), http.StatusUnprocessableEntity, "name")
+}
