@@ -253,7 +253,10 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 		}
 		return in, read, nil
 	})
-	if err != nil {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Field != "" && ae.Status < 500 {
+		errs = append(errs, fieldError{ae.Field, ae.Message})
+	} else if err != nil {
 		return err
 	}
 	if len(errs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -271,4 +272,24 @@ func TestNameLimitsCountCharacters(t *testing.T) {
 		"success_body_contains": strings.Repeat("ö", 200)})
 	mustError(t, env.do(http.MethodPost, "/api/v1/endpoints", map[string]any{"partner_id": pid, "name": name + "x",
 		"kind": "webhook", "url": "https://hooks.test/h"}), http.StatusUnprocessableEntity, "name")
+}
+
+func TestDuplicateEndpointNameIsAConflict(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://hooks.test/a"})
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "refunds", "kind": "webhook", "url": "https://hooks.test/b"})
+	path := fmt.Sprintf("/api/v1/endpoints/%d", ep.ID)
+	mustError(t, env.do(http.MethodPatch, path, map[string]any{"name": "orders"}), http.StatusConflict, "name")
+	mustError(t, env.do(http.MethodPatch, path, map[string]any{"name": "orders", "max_attempts": 0}), http.StatusUnprocessableEntity, "max_attempts")
+
+	op := env.signIn(base, "op@example.com", "operator")
+	op.get(fmt.Sprintf("/endpoints/%d/edit", ep.ID))
+	res, doc := op.postForm(fmt.Sprintf("/endpoints/%d/edit", ep.ID), url.Values{"name": {"orders"}, "url": {"https://hooks.test/b"},
+		"max_attempts": {"5"}, "timeout_ms": {"15000"}, "max_in_flight": {"8"}, "failure_threshold": {"10"}, "enabled": {"true"}})
+	msg := doc.Find(`[name="name"]`).Closest(".field").Find(".field-error").Text()
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(msg, "already has an endpoint") {
+		t.Fatalf("status %d, name error %q", res.StatusCode, msg)
+	}
 }
