@@ -198,10 +198,13 @@ func textIn(v reflect.Value, field string) (string, string) {
 	return "", ""
 }
 
-// jsonbProblem says why PostgreSQL's jsonb would refuse a syntactically
-// valid JSON document, or "" when it would not: bytes that are not UTF-8,
-// the escape \u0000, and UTF-16 surrogate escapes that do not pair up.
-func jsonbProblem(raw []byte) string {
+// payloadProblem says why a syntactically valid JSON document cannot be an
+// event payload, or "" when it can. PostgreSQL stores only UTF-8 text, and
+// its JSON operators (->> in the dead-letter payout sum, jsonb) refuse the
+// escape \u0000 and UTF-16 surrogate escapes that do not pair up; numbers
+// must be finite doubles (what receivers' parsers and the payout sum use)
+// and fit PostgreSQL's numeric.
+func payloadProblem(raw []byte) string {
 	if !utf8.Valid(raw) {
 		return "is not valid UTF-8"
 	}
@@ -271,16 +274,20 @@ func hex4(b []byte, at int) (rune, bool) {
 	return rune(n), true
 }
 
-// PostgreSQL's numeric (which jsonb stores numbers in) holds up to 131072
-// digits before the decimal point and 16383 after it.
+// PostgreSQL's numeric holds up to 131072 digits before the decimal point
+// and 16383 after it.
 const (
 	numericMaxWeight = 131071
 	numericMaxScale  = 16383
 )
 
-// numericProblem says why PostgreSQL's numeric would refuse a JSON number
-// literal, or "" when it would not.
+// numericProblem says why a JSON number literal cannot be stored and read
+// back as a number, or "" when it can: it must be a finite double and fit
+// PostgreSQL's numeric.
 func numericProblem(lit string) string {
+	if f, err := strconv.ParseFloat(lit, 64); err != nil && (math.IsInf(f, 0) || !errors.Is(err, strconv.ErrRange)) {
+		return "contains a number beyond the range of a double (" + shorten(lit) + ")"
+	}
 	mant, expPart, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
 	exp := int64(0)
 	if expPart != "" {

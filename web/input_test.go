@@ -28,6 +28,8 @@ func TestEventPayloadPostgreSQLRefuses(t *testing.T) {
 		{"lone low surrogate", `{"click_id": "\udc00"}`},
 		{"two high surrogates", `{"click_id": "\ud800\ud800"}`},
 		{"number overflowing numeric", `{"payout": 1e1000000}`},
+		{"number beyond a double", `{"payout": 1e309}`},
+		{"integer beyond a double", `{"payout": 1` + strings.Repeat("0", 400) + `}`},
 		{"number too precise for numeric", `{"payout": 1e-20000}`},
 	}
 	for _, tc := range cases {
@@ -292,4 +294,37 @@ func TestDuplicateEndpointNameIsAConflict(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(msg, "already has an endpoint") {
 		t.Fatalf("status %d, name error %q", res.StatusCode, msg)
 	}
+}
+
+// An event PostgreSQL refuses for a reason validation does not know is
+// still rejected alone: the others are stored.
+func TestBatchEventRefusedByPostgreSQLIsRejectedAlone(t *testing.T) {
+	env := newEnv(t)
+	if _, err := env.pool.Exec(context.Background(),
+		`ALTER TABLE events ADD CONSTRAINT test_poison CHECK (payload->>'poison' IS NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	before := countRows(t, env.pool, "events")
+	rec := env.do(http.MethodPost, "/api/v1/events/batch", `{"events": [
+		{"type": "a", "payload": {"n": 1}},
+		{"type": "b", "payload": {"poison": true}},
+		{"type": "c", "payload": {"n": 3}},
+		{"type": "d", "payload": {"poison": 2}}]}`)
+	mustStatus(t, rec, http.StatusAccepted)
+	out := decodeBody[struct {
+		Results []struct {
+			Status string
+			Error  *struct{ Field string }
+		}
+	}](t, rec)
+	want := []string{ingestAccepted, ingestRejected, ingestAccepted, ingestRejected}
+	for i, r := range out.Results {
+		if r.Status != want[i] || (r.Status == ingestRejected && (r.Error == nil || r.Error.Field != "payload")) {
+			t.Fatalf("result %d: %+v; body %s", i, r, rec.Body.String())
+		}
+	}
+	if got := countRows(t, env.pool, "events") - before; got != 2 {
+		t.Fatalf("%d events stored, want 2", got)
+	}
+	mustError(t, env.do(http.MethodPost, "/api/v1/events", `{"type": "e", "payload": {"poison": 1}}`), http.StatusUnprocessableEntity, "payload")
 }
