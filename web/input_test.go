@@ -328,3 +328,17 @@ func TestBatchEventRefusedByPostgreSQLIsRejectedAlone(t *testing.T) {
 	}
 	mustError(t, env.do(http.MethodPost, "/api/v1/events", `{"type": "e", "payload": {"poison": 1}}`), http.StatusUnprocessableEntity, "payload")
 }
+
+// A value PostgreSQL refuses that validation let through is a 4xx, not a
+// 500: the error handler's last line of defence.
+func TestDatabaseRefusalIsNotA500(t *testing.T) {
+	env := newEnv(t)
+	if _, err := env.pool.Exec(context.Background(),
+		`ALTER TABLE partners ADD CONSTRAINT test_poison CHECK (name <> 'poison')`); err != nil {
+		t.Fatal(err)
+	}
+	eb := mustError(t, env.do(http.MethodPost, "/api/v1/partners", map[string]any{"name": "poison"}), http.StatusUnprocessableEntity, "")
+	if eb.Error.Code != "invalid_value" {
+		t.Fatalf("code %q", eb.Error.Code)
+	}
+}
