@@ -257,15 +257,16 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 	// Text PostgreSQL would refuse (NUL, bytes that are not UTF-8), in
 	// whatever field it came: the API's decoder and the dashboard's form
 	// check catch it earlier; this keeps every caller safe.
-	textFields := []struct{ field, value string }{{"name", c.Name}, {"kind", c.Kind}, {"url", c.URL},
+	type text struct{ field, value string }
+	texts := []text{{"name", c.Name}, {"kind", c.Kind}, {"url", c.URL},
 		{"method", c.Method}, {"success_body_contains", c.SuccessBodyContains}}
 	for _, t := range in.EventTypes {
-		textFields = append(textFields, struct{ field, value string }{"event_types", t})
+		texts = append(texts, text{"event_types", t})
 	}
 	for name, value := range in.Headers {
-		textFields = append(textFields, struct{ field, value string }{"headers", name}, struct{ field, value string }{"headers", value})
+		texts = append(texts, text{"headers", name}, text{"headers", value})
 	}
-	for _, t := range textFields {
+	for _, t := range texts {
 		if msg := textProblem(t.value); msg != "" {
 			errs = append([]fieldError{{t.field, msg}}, errs...)
 			break
