@@ -111,9 +111,11 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 		s.log.Warn("database unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 		return errUnavailable
 	}
-	if ae := refusedInput(err); ae != nil {
-		// Validation should have caught it: logged, so the gap is seen, but
-		// answered as the input's fault it is rather than as a 500.
+	if ae := refusedInput(err); ae != nil && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead {
+		// A write whose value PostgreSQL refuses: validation should have
+		// caught it, so it is logged (the gap is seen), but answered as the
+		// input's fault it is rather than as a 500. A read that fails so is
+		// about stored data, not the request, and stays a 500.
 		s.log.Warn("database refused input", "method", c.Request().Method, "path", c.Path(),
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "sqlstate", ae.Code, "field", ae.Field)
 		return ae
