@@ -132,3 +132,23 @@ func TestRotateFormOverlapOverflow(t *testing.T) {
 		t.Fatalf("%d usable secrets after refused rotations, want the original 1", unexpired)
 	}
 }
+
+// The test fire of a saved endpoint whose destination the guard refuses at
+// dial time says how to allow it.
+func TestTestFireBlockedNamesAllowNetworks(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hooks.test/h"})
+	// As if saved under an allow list since removed.
+	if _, err := env.pool.Exec(context.Background(), "UPDATE endpoints SET url = 'http://127.0.0.1:9/h' WHERE id = $1", ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	op := env.signIn(base, "op@example.com", "operator")
+	op.get(fmt.Sprintf("/endpoints/%d", ep.ID))
+	res, doc := op.htmx(http.MethodPost, fmt.Sprintf("/endpoints/%d/test", ep.ID), url.Values{})
+	text := strings.Join(strings.Fields(doc.Text()), " ")
+	if res.StatusCode != http.StatusOK || !strings.Contains(text, "HOOKLINE_ALLOW_NETWORKS") || !strings.Contains(text, "127.0.0.0/8") {
+		t.Fatalf("status %d: %s", res.StatusCode, text)
+	}
+}
