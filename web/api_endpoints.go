@@ -199,8 +199,8 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 func (s *Server) apiEndpointList(c echo.Context) error {
 	var partnerID *int64
 	if v := c.QueryParam("partner_id"); v != "" {
-		var id int64
-		if _, err := fmt.Sscan(v, &id); err != nil || id <= 0 {
+		id, ok := parseID(v)
+		if !ok {
 			return invalidField("partner_id", "must be a positive integer")
 		}
 		partnerID = &id
@@ -277,7 +277,8 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 // form): build turns the stored endpoint into the new input, with any
 // problems found reading it; the whole result is validated before anything
 // is written. It returns the updated endpoint, or the problems (immutable
-// fields first, then one per field) with nothing written.
+// fields first, then one per field) with nothing written; a conflict with
+// another endpoint is an *apiError.
 func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build func(cur db.Endpoint) (endpointInput, []fieldError, error)) (db.Endpoint, []fieldError, error) {
 	var e db.Endpoint
 	var problems []fieldError
@@ -315,12 +316,9 @@ func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build
 		if len(problems) > 0 {
 			return errFormInvalid
 		}
+		// A name another endpoint of the partner has is a conflict (409),
+		// returned as the error; the form shows it next to the field.
 		e, err = s.updateEndpoint(ctx, q, cur, stored, cfg, actor)
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Field != "" {
-			problems = append(problems, fieldError{ae.Field, ae.Message})
-			return errFormInvalid
-		}
 		return err
 	})
 	if errors.Is(err, errFormInvalid) {

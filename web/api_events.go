@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -42,8 +43,10 @@ func (s *Server) apiEventCreate(c echo.Context) error {
 // apiEventBatch: POST /api/v1/events/batch {events: [...]} → 202 with one
 // result per event, in order. Invalid events are rejected individually.
 func (s *Server) apiEventBatch(c echo.Context) error {
+	// Each event is decoded on its own, so one that is malformed (a wrong
+	// type, an unknown field) is rejected alone like any invalid event.
 	var in struct {
-		Events []eventInput `json:"events"`
+		Events []json.RawMessage `json:"events"`
 	}
 	if err := s.decodeJSON(c, &in); err != nil {
 		return err
@@ -56,7 +59,12 @@ func (s *Server) apiEventBatch(c echo.Context) error {
 	case len(in.Events) > maxBatchEvents:
 		return invalidField("events", "at most 1000 events per batch")
 	}
-	results, err := s.ingest(c.Request().Context(), in.Events)
+	events := make([]eventInput, len(in.Events))
+	decodeErrs := make([]error, len(in.Events))
+	for i, raw := range in.Events {
+		decodeErrs[i] = decodeEvent(raw, &events[i])
+	}
+	results, err := s.ingestDecoded(c.Request().Context(), events, decodeErrs)
 	if err != nil {
 		return err
 	}
@@ -71,6 +79,14 @@ func (s *Server) apiEventBatch(c echo.Context) error {
 		"results":  results,
 		"accepted": counts[ingestAccepted], "duplicate": counts[ingestDuplicate], "rejected": counts[ingestRejected],
 	})
+}
+
+// decodeEvent decodes one event of a batch strictly.
+func decodeEvent(raw json.RawMessage, dst *eventInput) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return &apiError{http.StatusUnprocessableEntity, "invalid_field", "each event must be a JSON object", ""}
+	}
+	return decodeStrict(raw, dst)
 }
 
 type attemptJSON struct {

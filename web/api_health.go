@@ -63,16 +63,16 @@ func (s *Server) apiRotateSecret(c echo.Context) error {
 		return err
 	}
 	in := struct {
-		OverlapSeconds *int `json:"overlap_seconds"`
+		OverlapSeconds *int64 `json:"overlap_seconds"`
 	}{}
 	if c.Request().ContentLength != 0 {
 		if err := s.decodeJSON(c, &in); err != nil {
 			return err
 		}
 	}
-	overlap := defaultOverlap
+	overlap := int64(defaultOverlap / time.Second)
 	if in.OverlapSeconds != nil {
-		overlap = time.Duration(*in.OverlapSeconds) * time.Second
+		overlap = *in.OverlapSeconds
 	}
 	secret, until, err := s.rotateSecret(c.Request().Context(), id, overlap, apiKeyOf(c).actor())
 	if err != nil {

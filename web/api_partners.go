@@ -3,9 +3,9 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -42,13 +42,13 @@ func validatePartner(in partnerInput) (partnerInput, []fieldError) {
 	switch {
 	case in.Name == "":
 		errs = append(errs, fieldError{"name", "is required"})
-	case len(in.Name) > 200:
+	case utf8.RuneCountInString(in.Name) > 200:
 		errs = append(errs, fieldError{"name", "must be at most 200 characters"})
 	}
-	if len(in.Contact) > 500 {
+	if utf8.RuneCountInString(in.Contact) > 500 {
 		errs = append(errs, fieldError{"contact", "must be at most 500 characters"})
 	}
-	if len(in.Notes) > 10000 {
+	if utf8.RuneCountInString(in.Notes) > 10000 {
 		errs = append(errs, fieldError{"notes", "must be at most 10000 characters"})
 	}
 	return in, errs
@@ -126,8 +126,8 @@ func (s *Server) partnerFromPath(c echo.Context) (db.Partner, error) {
 // pathID parses the :id path parameter; a malformed id is a 404 like an
 // unknown one (ids are not user-chosen).
 func pathID(c echo.Context, what string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
 		return 0, notFound(what)
 	}
 	return id, nil

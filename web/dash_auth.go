@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gorilla/sessions"
 	"github.com/jackc/pgx/v5"
@@ -92,13 +95,45 @@ func (s *Server) logout(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 
-// safeNext keeps post-login redirects on this site: a local absolute path,
-// never "//host" or a scheme.
+// safeNext keeps post-login redirects on this site: only a path on this
+// origin ("/endpoints?q=x") is kept; anything else is "/". Browsers are
+// lenient with Location: they drop tabs and newlines, read a backslash as "/",
+// and take "//host" as another site, so a value is refused if it holds a
+// control character, whitespace or a backslash, if it (or its percent-
+// decoded path) starts with "//", or if it parses with a scheme or a host.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+	if !sameOriginPath(next) {
 		return "/"
 	}
 	return next
+}
+
+func sameOriginPath(next string) bool {
+	if next == "" || len(next) > 2048 || !utf8.ValidString(next) || next[0] != '/' {
+		return false
+	}
+	if strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) }) {
+		return false
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return false
+	}
+	// The path once more after percent-decoding (twice, for "%252F"): an
+	// encoded "//", backslash or control character is refused too.
+	path, _, _ := strings.Cut(next, "?")
+	path, _, _ = strings.Cut(path, "#")
+	for range 2 {
+		dec, err := url.PathUnescape(path)
+		if err != nil {
+			return false
+		}
+		path = dec
+		if strings.HasPrefix(path, "//") || strings.ContainsFunc(path, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+			return false
+		}
+	}
+	return !strings.HasPrefix(u.Path, "/login")
 }
 
 func humanWait(d interface{ Seconds() float64 }) string {

@@ -178,7 +178,7 @@ func (s *Server) endpointRotate(c echo.Context) error {
 		return invalidField("overlap", "choose how long the old secret keeps signing")
 	}
 	ctx := c.Request().Context()
-	secret, until, err := s.rotateSecret(ctx, id, time.Duration(overlap)*time.Second, principalOf(c).actor())
+	secret, until, err := s.rotateSecret(ctx, id, int64(overlap), principalOf(c).actor())
 	if err != nil {
 		return err
 	}

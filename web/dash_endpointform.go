@@ -253,7 +253,10 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 		}
 		return in, read, nil
 	})
-	if err != nil {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Field != "" && ae.Status < 500 {
+		errs = append(errs, fieldError{ae.Field, ae.Message})
+	} else if err != nil {
 		return err
 	}
 	if len(errs) > 0 {
@@ -309,7 +312,7 @@ func (s *Server) formTestFire(c echo.Context) error {
 	}
 	f, in := s.formOf(c, endpointform.Form{Kind: kind, PartnerID: 1})
 	// From an edit form, masked header values stand for the stored ones.
-	if id, err := strconv.ParseInt(c.FormValue("endpoint_id"), 10, 64); err == nil && id > 0 {
+	if id, ok := parseID(c.FormValue("endpoint_id")); ok {
 		cur, err := s.q.EndpointGet(c.Request().Context(), id)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err

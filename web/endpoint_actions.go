@@ -21,13 +21,16 @@ const (
 )
 
 // rotateSecret creates a new signing secret for an endpoint and lets the old
-// ones keep signing until now+overlap, so receivers can switch without
+// ones keep signing for overlapSeconds more, so receivers can switch without
 // rejecting anything. Returns the new secret (shown once) and when the old
-// ones stop signing.
-func (s *Server) rotateSecret(ctx context.Context, endpointID int64, overlap time.Duration, actor string) (string, time.Time, error) {
-	if overlap < 0 || overlap > maxOverlap {
+// ones stop signing. The overlap is checked in seconds, before it becomes a
+// time.Duration: a huge count of seconds would overflow to a small or
+// negative duration and expire the old secrets at once.
+func (s *Server) rotateSecret(ctx context.Context, endpointID int64, overlapSeconds int64, actor string) (string, time.Time, error) {
+	if overlapSeconds < 0 || overlapSeconds > int64(maxOverlap/time.Second) {
 		return "", time.Time{}, invalidField("overlap_seconds", fmt.Sprintf("must be between 0 and %d", int(maxOverlap/time.Second)))
 	}
+	overlap := time.Duration(overlapSeconds) * time.Second
 	secret, err := signing.NewSecret(rand.Reader)
 	if err != nil {
 		return "", time.Time{}, err

@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/postback"
@@ -22,6 +24,21 @@ const (
 	defaultMaxInFlight      = 8
 	defaultFailureThreshold = 10
 	maxHeaders              = 32
+
+	// Ranges of the numeric settings (documented in the README's API
+	// section and in openapi.json; the database checks the same bounds,
+	// except the rate's floor: a rate of 1e-300 per second is a valid
+	// double that never sends).
+	maxMaxAttempts      = 50
+	minTimeoutMs        = 100
+	maxTimeoutMs        = 120000
+	maxMaxInFlight      = 1000
+	maxFailureThreshold = 1000
+	minRatePerSec       = 0.01 // one request every 100 s
+	maxRatePerSec       = 100000
+	maxBurst            = 100000
+	// maxURLLength is the database's limit on an endpoint's url (characters).
+	maxURLLength = 4096
 	// maskedValue stands for a stored custom header value: responses and
 	// the edit form show it instead of the value, and sending it back keeps
 	// the value.
@@ -124,7 +141,7 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 	switch {
 	case c.Name == "":
 		fail("name", "is required")
-	case len(c.Name) > 200:
+	case utf8.RuneCountInString(c.Name) > 200:
 		fail("name", "must be at most 200 characters")
 	}
 
@@ -212,30 +229,48 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		}
 		return int32(*v)
 	}
-	c.MaxAttempts = intField("max_attempts", in.MaxAttempts, defaultMaxAttempts, 1, 50)
-	c.TimeoutMs = intField("timeout_ms", in.TimeoutMs, defaultTimeoutMs, 100, 120000)
-	c.MaxInFlight = intField("max_in_flight", in.MaxInFlight, defaultMaxInFlight, 1, 1000)
-	c.FailureThreshold = intField("failure_threshold", in.FailureThreshold, defaultFailureThreshold, 1, 1000)
+	c.MaxAttempts = intField("max_attempts", in.MaxAttempts, defaultMaxAttempts, 1, maxMaxAttempts)
+	c.TimeoutMs = intField("timeout_ms", in.TimeoutMs, defaultTimeoutMs, minTimeoutMs, maxTimeoutMs)
+	c.MaxInFlight = intField("max_in_flight", in.MaxInFlight, defaultMaxInFlight, 1, maxMaxInFlight)
+	c.FailureThreshold = intField("failure_threshold", in.FailureThreshold, defaultFailureThreshold, 1, maxFailureThreshold)
 
 	switch {
 	case in.RatePerSec == nil:
 		if in.Burst != nil {
 			fail("burst", "needs rate_per_sec (a burst without a rate limit means nothing)")
 		}
-	case math.IsNaN(*in.RatePerSec) || *in.RatePerSec <= 0 || *in.RatePerSec > 100000:
-		fail("rate_per_sec", "must be greater than 0 and at most 100000 (omit it for no limit)")
+	case math.IsNaN(*in.RatePerSec) || *in.RatePerSec < minRatePerSec || *in.RatePerSec > maxRatePerSec:
+		fail("rate_per_sec", "must be between %g and %g requests per second (omit it for no limit)", minRatePerSec, float64(maxRatePerSec))
 	default:
 		rate := *in.RatePerSec
 		c.RatePerSec = &rate
 		burst := int32(math.Max(1, math.Ceil(rate)))
 		if in.Burst != nil {
-			burst = intField("burst", in.Burst, int(burst), 1, 100000)
+			burst = intField("burst", in.Burst, int(burst), 1, maxBurst)
 		}
 		c.Burst = &burst
 	}
 
-	if len(c.SuccessBodyContains) > 200 {
+	if utf8.RuneCountInString(c.SuccessBodyContains) > 200 {
 		fail("success_body_contains", "must be at most 200 characters")
+	}
+	// Text PostgreSQL would refuse (NUL, bytes that are not UTF-8), in
+	// whatever field it came: the API's decoder and the dashboard's form
+	// check catch it earlier; this keeps every caller safe.
+	type text struct{ field, value string }
+	texts := []text{{"name", c.Name}, {"kind", c.Kind}, {"url", c.URL},
+		{"method", c.Method}, {"success_body_contains", c.SuccessBodyContains}}
+	for _, t := range in.EventTypes {
+		texts = append(texts, text{"event_types", t})
+	}
+	for name, value := range in.Headers {
+		texts = append(texts, text{"headers", name}, text{"headers", value})
+	}
+	for _, t := range texts {
+		if msg := textProblem(t.value); msg != "" {
+			errs = append([]fieldError{{t.field, msg}}, errs...)
+			break
+		}
 	}
 	return c, errs
 }
@@ -244,8 +279,8 @@ func checkWebhookURL(raw string, guard *ssrf.Guard) string {
 	if raw == "" {
 		return "is required"
 	}
-	if len(raw) > 4096 {
-		return "must be at most 4096 characters"
+	if utf8.RuneCountInString(raw) > maxURLLength {
+		return fmt.Sprintf("must be at most %d characters", maxURLLength)
 	}
 	if strings.ContainsAny(raw, "{}") {
 		return "contains { or }: macros are for postback endpoints; webhooks send the event as a signed JSON body"
@@ -263,8 +298,11 @@ func checkWebhookURL(raw string, guard *ssrf.Guard) string {
 	if u.User != nil {
 		return "must not contain a user name or password; use a custom Authorization header"
 	}
+	if msg := checkPort(u.Port()); msg != "" {
+		return msg
+	}
 	if err := guard.CheckHost(u.Hostname()); err != nil {
-		return "points to a blocked destination: " + err.Error()
+		return blockedMessage(err)
 	}
 	return placeholderHost(u.Hostname())
 }
@@ -282,6 +320,9 @@ func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
 	if raw == "" {
 		return "is required"
 	}
+	if utf8.RuneCountInString(raw) > maxURLLength {
+		return fmt.Sprintf("must be at most %d characters", maxURLLength)
+	}
 	t, err := postback.Parse(raw)
 	if err != nil {
 		return err.Error()
@@ -292,8 +333,11 @@ func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
 	if host == "" {
 		return "must include a host name"
 	}
+	if msg := checkPort(postbackPort(t.String())); msg != "" {
+		return msg
+	}
 	if err := guard.CheckHost(host); err != nil {
-		return "points to a blocked destination: " + err.Error()
+		return blockedMessage(err)
 	}
 	if msg := placeholderHost(host); msg != "" {
 		return msg
@@ -310,6 +354,34 @@ func postbackHost(tmpl string) string {
 		return ""
 	}
 	return u.Hostname()
+}
+
+// postbackPort is the port a template names, or "".
+func postbackPort(tmpl string) string {
+	u, err := url.Parse("http://" + postbackAuthority(tmpl))
+	if err != nil {
+		return ""
+	}
+	return u.Port()
+}
+
+// checkPort refuses a port no connection can use: url.Parse accepts any
+// digits (":0", ":99999"), and every delivery would then fail.
+func checkPort(port string) string {
+	if port == "" {
+		return ""
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "has port " + port + ": a port must be between 1 and 65535"
+	}
+	return ""
+}
+
+// blockedMessage explains a destination the SSRF guard refuses (the guard's
+// message says how HOOKLINE_ALLOW_NETWORKS opens it, when it can).
+func blockedMessage(err error) string {
+	return "points to a " + err.Error()
 }
 
 // postbackHostPort is the host[:port] of a template, for display.

@@ -111,9 +111,38 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 		s.log.Warn("database unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 		return errUnavailable
 	}
+	if ae := refusedInput(err); ae != nil && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead {
+		// A write whose value PostgreSQL refuses: validation should have
+		// caught it, so it is logged (the gap is seen), but answered as the
+		// input's fault it is rather than as a 500. A read that fails so is
+		// about stored data, not the request, and stays a 500.
+		s.log.Warn("database refused input", "method", c.Request().Method, "path", c.Path(),
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "sqlstate", ae.Code, "field", ae.Field)
+		return ae
+	}
 	s.log.Error("internal error", "method", c.Request().Method, "path", c.Path(),
 		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 	return &apiError{http.StatusInternalServerError, "internal", "internal error; the details are in hookline's log", ""}
+}
+
+// refusedInput maps PostgreSQL refusing a value (a data exception, a check,
+// not-null, unique or foreign-key violation) to a 4xx naming the column
+// when PostgreSQL does, or nil for any other error.
+func refusedInput(err error) *apiError {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(pgErr.Code, "22"), pgErr.Code == "23514", pgErr.Code == "23502":
+		return &apiError{http.StatusUnprocessableEntity, "invalid_value",
+			"a value could not be stored (SQLSTATE " + pgErr.Code + "); check the input", pgErr.ColumnName}
+	case pgErr.Code == "23505":
+		return &apiError{http.StatusConflict, "conflict", "conflicts with an existing record", pgErr.ColumnName}
+	case pgErr.Code == "23503":
+		return &apiError{http.StatusUnprocessableEntity, "invalid_value", "refers to a record that does not exist", pgErr.ColumnName}
+	}
+	return nil
 }
 
 func isAPI(c echo.Context) bool {

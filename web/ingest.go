@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookline/hookline/db"
 )
@@ -65,11 +67,23 @@ type validated struct {
 // NOTIFY for the workers. An invalid event is rejected alone; the others
 // are still stored.
 func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResult, error) {
+	return s.ingestDecoded(ctx, events, nil)
+}
+
+// ingestDecoded is ingest with each event's decoding error, if any (a
+// batch decodes its events one by one): such events are rejected alone.
+func (s *Server) ingestDecoded(ctx context.Context, events []eventInput, decodeErrs []error) ([]ingestResult, error) {
 	results := make([]ingestResult, len(events))
 	var ok []validated
 	partnerIDs := map[int64]bool{}
 	for i, in := range events {
-		v, err := validateEvent(in)
+		var v validated
+		var err error
+		if i < len(decodeErrs) && decodeErrs[i] != nil {
+			err = decodeErrs[i]
+		} else {
+			v, err = validateEvent(in)
+		}
 		if err != nil {
 			results[i] = ingestResult{Status: ingestRejected, Error: asAPIError(err)}
 			continue
@@ -112,7 +126,65 @@ func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResul
 		ok = kept
 	}
 
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// An event PostgreSQL refuses as data despite validation is rejected
+	// alone and the rest are stored in a new transaction: a batch is never
+	// failed whole by one event.
+	for {
+		err := s.storeEvents(ctx, ok, results)
+		var re *refusedEvent
+		if !errors.As(err, &re) {
+			if err != nil {
+				return nil, err
+			}
+			return results, nil
+		}
+		results[ok[re.at].index] = ingestResult{Status: ingestRejected, Error: asAPIError(re.apiError())}
+		ok = append(ok[:re.at:re.at], ok[re.at+1:]...)
+		if len(ok) == 0 {
+			return results, nil
+		}
+	}
+}
+
+// refusedEvent is the event at index at of a store that PostgreSQL refused
+// as input (a data exception or a check violation).
+type refusedEvent struct {
+	at  int
+	err *pgconn.PgError
+}
+
+func (e *refusedEvent) Error() string { return "event refused: " + e.err.Error() }
+
+// apiError names the field when the refusal does (a column, or the
+// constraint events_<column>_check); otherwise it blames the payload, the
+// only free-form part of an event.
+func (e *refusedEvent) apiError() error {
+	field := e.err.ColumnName
+	if field == "" {
+		field = "payload"
+		for _, col := range []string{"type", "idempotency_key", "partner_id", "payload"} {
+			if strings.HasPrefix(e.err.ConstraintName, "events_"+col+"_") {
+				field = col
+			}
+		}
+	}
+	return invalidField(field, "PostgreSQL cannot store this value (SQLSTATE "+e.err.Code+")")
+}
+
+// refusedAsInput reports whether err is PostgreSQL refusing a value, as
+// opposed to a failure of the database or of hookline.
+func refusedAsInput(err error) (*pgconn.PgError, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return nil, false
+	}
+	return pgErr, strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "23514" || pgErr.Code == "23502"
+}
+
+// storeEvents inserts validated events and their fan-out in one
+// transaction, filling in their results.
+func (s *Server) storeEvents(ctx context.Context, ok []validated, results []ingestResult) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		params := make([]db.EventInsertBatchParams, len(ok))
 		for i, v := range ok {
@@ -120,15 +192,19 @@ func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResul
 		}
 		inserted := make([]bool, len(ok))
 		var batchErr error
+		batchAt := 0
 		q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
 			switch {
 			case err == nil:
 				inserted[i] = true
 			case errors.Is(err, pgx.ErrNoRows): // idempotency key used before
 			case batchErr == nil:
-				batchErr = err
+				batchErr, batchAt = err, i
 			}
 		})
+		if pgErr, ok := refusedAsInput(batchErr); ok {
+			return &refusedEvent{at: batchAt, err: pgErr}
+		}
 		if batchErr != nil {
 			return fmt.Errorf("insert events: %w", batchErr)
 		}
@@ -174,10 +250,6 @@ func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResul
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return results, nil
 }
 
 // resolveDuplicates answers events whose idempotency key was used before
@@ -236,10 +308,16 @@ func validateEvent(in eventInput) (validated, error) {
 	if raw[0] != '{' {
 		return v, invalidField("payload", "must be a JSON object")
 	}
+	// Valid JSON that PostgreSQL or its JSON operators would refuse is this
+	// event's fault, answered here rather than failing the transaction
+	// every event of a batch shares.
+	if msg := payloadProblem(raw); msg != "" {
+		return v, invalidField("payload", msg)
+	}
 	v.payload = compactJSON(raw)
 	if in.IdempotencyKey != nil {
 		k := *in.IdempotencyKey
-		if k == "" || len(k) > 255 || strings.IndexFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		if k == "" || len(k) > 255 || !utf8.ValidString(k) || strings.IndexFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 			return v, invalidField("idempotency_key", "must be 1-255 printable characters")
 		}
 		v.key = &k

@@ -2,7 +2,11 @@ package web
 
 import (
 	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
 	"runtime/debug"
+	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,4 +45,53 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		return nil
 	}
+}
+
+// rejectUnstorableText refuses, with a 422 naming the field, any query or
+// form value PostgreSQL's text would refuse (NUL, bytes that are not
+// UTF-8): checked once here for every route, dashboard forms included,
+// rather than in each handler. JSON bodies are checked as they are decoded.
+func (s *Server) rejectUnstorableText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := checkValues(c.QueryParams()); err != nil {
+			return err
+		}
+		if isFormRequest(c.Request()) {
+			form, err := c.FormParams()
+			if err != nil {
+				return badRequest("malformed form data")
+			}
+			if err := checkValues(form); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+func isFormRequest(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	return ct == echo.MIMEApplicationForm || ct == echo.MIMEMultipartForm
+}
+
+func checkValues(values url.Values) error {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if msg := textProblem(name); msg != "" {
+			return invalidField("", "a field name "+msg)
+		}
+		for _, v := range values[name] {
+			if msg := textProblem(v); msg != "" {
+				return invalidField(name, name+" "+msg)
+			}
+		}
+	}
+	return nil
 }

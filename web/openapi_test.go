@@ -68,3 +68,62 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIEndpointRanges keeps the documented ranges of the numeric
+// settings equal to the ones validation enforces.
+func TestOpenAPIEndpointRanges(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Minimum   *float64 `json:"minimum"`
+					Maximum   *float64 `json:"maximum"`
+					MaxLength *int     `json:"maxLength"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := doc.Components.Schemas["EndpointFields"].Properties
+	want := map[string][2]float64{
+		"max_attempts":      {1, maxMaxAttempts},
+		"timeout_ms":        {minTimeoutMs, maxTimeoutMs},
+		"rate_per_sec":      {minRatePerSec, maxRatePerSec},
+		"burst":             {1, maxBurst},
+		"max_in_flight":     {1, maxMaxInFlight},
+		"failure_threshold": {1, maxFailureThreshold},
+	}
+	for name, r := range want {
+		p, ok := props[name]
+		if !ok || p.Minimum == nil || p.Maximum == nil || *p.Minimum != r[0] || *p.Maximum != r[1] {
+			t.Errorf("%s: documented %v..%v, enforced %v..%v", name, p.Minimum, p.Maximum, r[0], r[1])
+		}
+		for _, v := range []float64{r[0], r[1]} {
+			in := endpointInput{PartnerID: 1, Name: "n", Kind: "webhook", URL: "https://hooks.test/h"}
+			n := int(v)
+			switch name {
+			case "max_attempts":
+				in.MaxAttempts = &n
+			case "timeout_ms":
+				in.TimeoutMs = &n
+			case "rate_per_sec":
+				in.RatePerSec = &v
+			case "burst":
+				rate := 1.0
+				in.RatePerSec, in.Burst = &rate, &n
+			case "max_in_flight":
+				in.MaxInFlight = &n
+			case "failure_threshold":
+				in.FailureThreshold = &n
+			}
+			if _, errs := validateEndpoint(in, nil); len(errs) > 0 {
+				t.Errorf("%s = %v, a documented bound, is refused: %v", name, v, errs)
+			}
+		}
+	}
+	if p := props["url"]; p.MaxLength == nil || *p.MaxLength != maxURLLength {
+		t.Errorf("url maxLength documented %v, enforced %d", p.MaxLength, maxURLLength)
+	}
+}

@@ -16,6 +16,7 @@ func (s *Server) routes() {
 	e.Use(middleware.RequestID())
 	e.Use(s.recoverPanics)
 	e.Use(s.logRequests)
+	e.Use(s.rejectUnstorableText)
 
 	// Probes: no authentication, no session.
 	e.GET("/healthz", s.healthz)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/sessions"
 	"github.com/jackc/pgx/v5"
@@ -100,7 +101,7 @@ func (s *Server) startSession(c echo.Context, u db.User) error {
 	csrf := account.RandomToken(32)
 	err := s.q.UserSessionCreate(r.Context(), db.UserSessionCreateParams{
 		ID: hashSessionID(raw), UserID: u.ID, CsrfToken: csrf,
-		UserAgent: truncateString(r.UserAgent(), 200), RemoteIp: c.RealIP(),
+		UserAgent: truncateString(r.UserAgent(), 200), RemoteIp: truncateString(c.RealIP(), 100),
 	})
 	if err != nil {
 		return err
@@ -227,9 +228,16 @@ func principalOf(c echo.Context) *principal {
 	return p
 }
 
+// truncateString cuts s to at most n bytes at a character boundary, first
+// dropping bytes that are not UTF-8 and NULs (a User-Agent header may carry
+// any byte, and PostgreSQL's text refuses both).
 func truncateString(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

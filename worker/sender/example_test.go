@@ -52,5 +52,5 @@ func Example() {
 	// Output:
 	// ok 200 OK
 	// permanent blocked_destination
-	// blocked destination 127.0.0.1 (loopback)
+	// blocked destination 127.0.0.1 (loopback): allowed only when HOOKLINE_ALLOW_NETWORKS includes it (e.g. 127.0.0.0/8)
 }

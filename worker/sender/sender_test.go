@@ -357,7 +357,7 @@ func TestSendBlockedDestination(t *testing.T) {
 	if res.Outcome != Permanent || res.ErrorClass != ClassBlocked {
 		t.Fatalf("got %q/%q %q, want permanent blocked_destination", res.Outcome, res.ErrorClass, res.Error)
 	}
-	if res.Error != "blocked destination 127.0.0.1 (loopback)" {
+	if res.Error != "blocked destination 127.0.0.1 (loopback): allowed only when HOOKLINE_ALLOW_NETWORKS includes it (e.g. 127.0.0.0/8)" {
 		t.Fatalf("Error = %q", res.Error)
 	}
 	if n := hits.Load(); n != 0 {

@@ -29,8 +29,8 @@ func Example() {
 	// Output:
 	// 127.0.0.1: <nil>
 	// 169.254.169.254: blocked destination 169.254.169.254 (link-local (cloud metadata))
-	// 64:ff9b::a00:1: blocked destination 64:ff9b::a00:1 (NAT64 10.0.0.1: private (RFC 1918))
+	// 64:ff9b::a00:1: blocked destination 64:ff9b::a00:1 (NAT64 10.0.0.1: private (RFC 1918)): allowed only when HOOKLINE_ALLOW_NETWORKS includes it (e.g. 64:ff9b::a00:1/128)
 	// 93.184.215.14: <nil>
 	// blocked destination metadata.google.internal (cloud metadata name)
-	// blocked destination 10.0.0.5 (private (RFC 1918))
+	// blocked destination 10.0.0.5 (private (RFC 1918)): allowed only when HOOKLINE_ALLOW_NETWORKS includes it (e.g. 10.0.0.0/8)
 }

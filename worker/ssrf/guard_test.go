@@ -256,8 +256,14 @@ func TestBlockedErrorMessage(t *testing.T) {
 		err  *BlockedError
 		want string
 	}{
-		{"address", &BlockedError{Addr: netip.MustParseAddr("127.0.0.1"), Reason: "loopback"}, "blocked destination 127.0.0.1 (loopback)"},
-		{"host", &BlockedError{Host: "localhost", Reason: "localhost name"}, "blocked destination localhost (localhost name)"},
+		{"address", &BlockedError{Addr: netip.MustParseAddr("127.0.0.1"), Reason: "loopback"},
+			"blocked destination 127.0.0.1 (loopback): allowed only when HOOKLINE_ALLOW_NETWORKS includes it (e.g. 127.0.0.0/8)"},
+		{"host", &BlockedError{Host: "localhost", Reason: "localhost name"},
+			"blocked destination localhost (localhost name): allowed only when HOOKLINE_ALLOW_NETWORKS includes loopback (e.g. 127.0.0.0/8)"},
+		{"internal name", &BlockedError{Host: "hooks.internal", Reason: reasonReservedTLD},
+			"blocked destination hooks.internal (reserved or internal name): allowed only when HOOKLINE_ALLOW_NETWORKS is set (names are then judged by the addresses they resolve to)"},
+		{"metadata has no way out", &BlockedError{Addr: netip.MustParseAddr("169.254.169.254"), Reason: reasonMetadata},
+			"blocked destination 169.254.169.254 (link-local (cloud metadata))"},
 		{"neither", &BlockedError{Reason: "malformed host"}, "blocked destination (malformed host)"},
 	}
 	for _, tc := range tests {
@@ -346,5 +352,42 @@ func TestControl(t *testing.T) {
 				t.Fatalf("Control(%s, %s) = %v, want reason containing %q", tc.network, tc.address, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBlockedHintIsTrue checks every hint against the guard itself: a guard
+// whose allow list is the hinted prefix lets the refused destination
+// through, and without it the decision is unchanged.
+func TestBlockedHintIsTrue(t *testing.T) {
+	var addrs []netip.Addr
+	for _, r := range append(ipv4Rules(), ipv6Rules()...) {
+		addrs = append(addrs, r.prefix.Addr(), r.prefix.Addr().Next())
+	}
+	for _, s := range []string{"127.0.0.1", "10.1.2.3", "::ffff:127.0.0.1", "::ffff:192.168.1.1", "64:ff9b::a00:1",
+		"64:ff9b:1::a00:1", "2002:a00:1::", "::1", "::", "fe80::1", "fd12::1", "::127.0.0.1", "100.64.0.1"} {
+		addrs = append(addrs, netip.MustParseAddr(s))
+	}
+	strict := New(nil)
+	for _, a := range addrs {
+		err := strict.Check(a)
+		var be *BlockedError
+		if !errors.As(err, &be) {
+			continue
+		}
+		h := be.Hint()
+		if h == "" {
+			if !strings.Contains(be.Reason, "metadata") && be.Reason != "invalid address" {
+				t.Errorf("%s (%s): no hint", a, be.Reason)
+			}
+			continue
+		}
+		i, j := strings.Index(h, "(e.g. "), strings.LastIndex(h, ")")
+		if !strings.Contains(h, "HOOKLINE_ALLOW_NETWORKS") || i < 0 || j < i {
+			t.Fatalf("%s: hint %q", a, h)
+		}
+		p := netip.MustParsePrefix(h[i+len("(e.g. ") : j])
+		if err := New([]netip.Prefix{p}).Check(a); err != nil {
+			t.Errorf("%s: allowing %s as hinted still refuses: %v", a, p, err)
+		}
 	}
 }
