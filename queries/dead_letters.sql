@@ -1,7 +1,8 @@
 -- name: DeadLetterClusters :many
 -- Groups dead deliveries of the last @since by endpoint × error class ×
 -- status code: the debugging dataset. Payout at risk sums a numeric (or
--- numeric-string) top-level "payout" field of the events; payout_currencies
+-- numeric-string, at most 15 digits before the point, so no sum overflows)
+-- top-level "payout" field of the events; payout_currencies
 -- lists the distinct top-level "currency" values of those events, and
 -- payout_unlabelled says whether some had none (then the sum is raw).
 -- hours_with_dead and max_in_one_hour tell an outage burst from a trickle;
@@ -27,9 +28,9 @@ SELECT d.endpoint_id, e.name AS endpoint_name, p.name AS partner_name, e.enabled
        max(d.dead_at)::timestamptz AS last_dead_at,
        avg(d.attempt_count)::float8 AS avg_attempts,
        (mode() WITHIN GROUP (ORDER BY d.last_error))::text AS primary_error,
-       coalesce(sum(CASE WHEN d.payout ~ '^-?[0-9]+(\.[0-9]+)?$' THEN d.payout::numeric END), 0)::float8 AS payout_at_risk,
-       coalesce(array_agg(DISTINCT d.currency ORDER BY d.currency) FILTER (WHERE d.payout ~ '^-?[0-9]+(\.[0-9]+)?$' AND d.currency IS NOT NULL), '{}')::text[] AS payout_currencies,
-       coalesce(bool_or(d.currency IS NULL) FILTER (WHERE d.payout ~ '^-?[0-9]+(\.[0-9]+)?$'), false)::bool AS payout_unlabelled,
+       coalesce(sum(CASE WHEN d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$' THEN d.payout::numeric END), 0)::float8 AS payout_at_risk,
+       coalesce(array_agg(DISTINCT d.currency ORDER BY d.currency) FILTER (WHERE d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$' AND d.currency IS NOT NULL), '{}')::text[] AS payout_currencies,
+       coalesce(bool_or(d.currency IS NULL) FILTER (WHERE d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$'), false)::bool AS payout_unlabelled,
        (SELECT count(*) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS hours_with_dead,
        (SELECT max(h.n) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS max_in_one_hour
 FROM dead d

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestDeadLettersPayoutCurrency(t *testing.T) {
 	ep := func(name string) int64 {
 		return env.createEndpoint(map[string]any{"partner_id": pid, "name": name, "kind": "webhook", "url": "https://" + name + ".invalid/in"}).ID
 	}
-	usd, plain, mixed := ep("usd"), ep("plain"), ep("mixed")
+	usd, plain, mixed, huge := ep("usd"), ep("plain"), ep("mixed"), ep("huge")
 	seed := func(endpointID int64, payloads ...string) {
 		t.Helper()
 		for _, p := range payloads {
@@ -35,9 +36,15 @@ func TestDeadLettersPayoutCurrency(t *testing.T) {
 	seed(usd, `{"payout":10,"currency":"USD"}`, `{"payout":"2.5","currency":"USD"}`)
 	seed(plain, `{"payout":4}`, `{"payout":1.25}`)
 	seed(mixed, `{"payout":3,"currency":"EUR"}`, `{"payout":2,"currency":"USD"}`, `{"payout":1}`)
+	// A payout string no sum can hold is left out rather than failing the
+	// page: digits past numeric's range, and a sum past float8's.
+	seed(huge, `{"payout":"`+strings.Repeat("9", 140000)+`"}`, `{"payout":"`+strings.Repeat("9", 300)+`"}`, `{"payout":"7"}`)
 
 	op := env.signIn(base, "ops@example.com", "operator")
-	_, doc := op.get("/dead-letters")
+	res, doc := op.get("/dead-letters")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("dead letters page: %d", res.StatusCode)
+	}
 	payout := func(endpointID int64) string {
 		cell := doc.Find(fmt.Sprintf(`[data-testid=cluster-row][data-cluster^="%d:"] [data-testid=payout-at-risk]`, endpointID))
 		return strings.Join(strings.Fields(cell.Text()), " ")
@@ -49,6 +56,7 @@ func TestDeadLettersPayoutCurrency(t *testing.T) {
 		{usd, "12.50 USD"},
 		{plain, "5.25 raw sum: the events name no currency"},
 		{mixed, "6.00 raw sum of mixed currencies (EUR, USD, and none)"},
+		{huge, "7.00 raw sum: the events name no currency"},
 	} {
 		if got := payout(tc.endpoint); got != tc.want {
 			t.Errorf("endpoint %d: payout at risk %q, want %q", tc.endpoint, got, tc.want)
