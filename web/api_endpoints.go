@@ -81,10 +81,16 @@ func endpointView(e db.Endpoint) endpointJSON {
 
 // endpointFullView is an endpoint with its partner's name and its health,
 // as the list and the single-endpoint reads answer.
-func endpointFullView(e db.Endpoint, partnerName string, h db.EndpointHealth) endpointJSON {
+// Its last failure includes dead deliveries that were never sent (unsent),
+// which the breaker's own last_failure_at does not see.
+func endpointFullView(e db.Endpoint, partnerName string, h db.EndpointHealth, unsent unsentFailure) endpointJSON {
 	v := endpointView(e)
 	v.PartnerName = partnerName
 	v.Health = healthView(h)
+	if !unsent.Last.IsZero() && (v.Health.LastFailureAt == nil || unsent.Last.After(*v.Health.LastFailureAt)) {
+		last := unsent.Last
+		v.Health.LastFailureAt = &last
+	}
 	return v
 }
 
@@ -205,13 +211,19 @@ func (s *Server) apiEndpointList(c echo.Context) error {
 		}
 		partnerID = &id
 	}
-	rows, err := s.q.EndpointListWithHealth(c.Request().Context(), partnerID)
+	ctx := c.Request().Context()
+	rows, err := s.q.EndpointListWithHealth(ctx, partnerID)
+	if err != nil {
+		return fmt.Errorf("list endpoints: %w", err)
+	}
+	now := s.now()
+	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), nil)
 	if err != nil {
 		return err
 	}
 	out := make([]endpointJSON, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth))
+		out = append(out, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth, unsent[r.Endpoint.ID]))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"endpoints": out})
 }
@@ -222,11 +234,17 @@ func (s *Server) apiEndpointGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.endpointWithHealth(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	r, err := s.endpointWithHealth(ctx, id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth))
+	now := s.now()
+	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), &id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth, unsent[id]))
 }
 
 // apiEndpointPatch: PATCH /api/v1/endpoints/:id — the given fields are

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,6 +56,33 @@ func TestDeadWithoutAttemptCountsAsFailure(t *testing.T) {
 		mustStatus(t, rec, http.StatusOK)
 		if st := decodeBody[pipelineStats](t, rec); st.FailedLastHour != 1 || st.Dead != 1 {
 			t.Fatalf("failed_last_hour %d, dead %d; want 1 and 1", st.FailedLastHour, st.Dead)
+		}
+	})
+	t.Run("endpoints API", func(t *testing.T) {
+		for _, path := range []string{fmt.Sprintf("/api/v1/endpoints/%d", ep), "/api/v1/endpoints"} {
+			rec := env.do(http.MethodGet, path, nil)
+			mustStatus(t, rec, http.StatusOK)
+			var one struct {
+				Health struct {
+					LastFailureAt *time.Time `json:"last_failure_at"`
+				} `json:"health"`
+			}
+			var list struct {
+				Endpoints []json.RawMessage `json:"endpoints"`
+			}
+			body := rec.Body.Bytes()
+			if path == "/api/v1/endpoints" {
+				if err := json.Unmarshal(body, &list); err != nil || len(list.Endpoints) != 1 {
+					t.Fatalf("list: %v, %d endpoints", err, len(list.Endpoints))
+				}
+				body = list.Endpoints[0]
+			}
+			if err := json.Unmarshal(body, &one); err != nil {
+				t.Fatal(err)
+			}
+			if one.Health.LastFailureAt == nil {
+				t.Fatalf("%s: last_failure_at is null, want the dead delivery's time", path)
+			}
 		}
 	})
 	op := env.signIn(base, "ops@example.com", "operator")
