@@ -150,6 +150,10 @@ func Attach(ctx context.Context, dataDir string) (*Cluster, error) {
 	if c.binDir, err = findBinDir(); err != nil {
 		return nil, err
 	}
+	// pg_ctl refuses to run as root, for status and stop as much as for start.
+	if c.cred, err = serverCredential(); err != nil {
+		return nil, err
+	}
 	running, err := c.running(ctx)
 	if err != nil {
 		return nil, err

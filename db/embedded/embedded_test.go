@@ -2,7 +2,9 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -81,5 +83,45 @@ func TestURL(t *testing.T) {
 	}
 	if _, err := pgx.ParseConfig(got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAttachAndForceStop is "hookline db url" and "hookline db stop" from
+// another process: Attach must see the running cluster and ForceStop must
+// stop it, also when hookline runs as root and the server as postgres.
+func TestAttachAndForceStop(t *testing.T) {
+	if _, err := findBinDir(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "hlpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	started, err := Start(ctx, Options{DataDir: dir, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = started.Stop(context.Background()) })
+
+	attached, err := Attach(ctx, dir)
+	if err != nil {
+		t.Fatalf("Attach to a running cluster: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, attached.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := attached.ForceStop(ctx); err != nil {
+		t.Fatalf("ForceStop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pg", "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("postmaster.pid after ForceStop: %v", err)
 	}
 }
