@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -296,25 +297,35 @@ func requirePostgres(t *testing.T) {
 
 func postmasterPID(t *testing.T, pidFile string) int {
 	t.Helper()
-	b, err := os.ReadFile(pidFile)
+	pid, err := readPID(pidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	var pid int
-	for _, r := range strings.TrimSpace(line) {
-		pid = pid*10 + int(r-'0')
-	}
 	return pid
+}
+
+// readPID reads the postmaster's pid from the first line of its pid file,
+// which the server may still be writing.
+func readPID(pidFile string) (int, error) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err == nil && pid <= 0 {
+		err = fmt.Errorf("pid %d", pid)
+	}
+	return pid, err
 }
 
 // stopPostmaster stops a cluster a failed test left running (SIGINT is
 // PostgreSQL's fast shutdown) and waits for it.
 func stopPostmaster(t *testing.T, pidFile string) {
-	if _, err := os.Stat(pidFile); err != nil {
+	pid, err := readPID(pidFile)
+	if err != nil {
 		return
 	}
-	pid := postmasterPID(t, pidFile)
 	_ = syscall.Kill(pid, syscall.SIGINT)
 	waitExited(pid, 30*time.Second)
 }

@@ -115,7 +115,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	return act.run(ctx, cfg, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	err = act.run(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Stopped by a signal before it was fully started: that is the stop
+		// asked for, not a failure.
+		log.Info("stopped before start completed", "reason", err)
+		return nil
+	}
+	return err
 }
 
 // stdio is what a command reads and prints; logs go to stderr.

@@ -139,7 +139,13 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if err := c.ensureDatabase(ctx); err != nil {
 		// Whoever gets no cluster back cannot stop it: stop it here.
-		return nil, errors.Join(err, c.Stop(setup))
+		if c.owned {
+			if stopErr := c.Stop(setup); stopErr != nil {
+				return nil, errors.Join(err, stopErr)
+			}
+			log.Info("stopped embedded postgres", "dir", c.pgDir)
+		}
+		return nil, err
 	}
 	return c, nil
 }
