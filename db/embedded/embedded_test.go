@@ -13,7 +13,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func TestStartAttachStop(t *testing.T) {
 	if _, err := findBinDir(); err != nil {
