@@ -274,7 +274,7 @@ func TestServeAndDemoPortTaken(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "listen on "+ln.Addr().String()) || exitCode(err, io.Discard) == 0 {
 			t.Fatalf("serve on a taken port: %v", err)
 		}
-		goleak.VerifyNone(t, leakOptions()...)
+		goleak.VerifyNone(t)
 	})
 	t.Run("demo", func(t *testing.T) {
 		dir := emptyDataDir(t)
@@ -284,7 +284,7 @@ func TestServeAndDemoPortTaken(t *testing.T) {
 			t.Fatalf("demo on a taken port: %v", err)
 		}
 		requireEmpty(t, dir, "demo on a taken port")
-		goleak.VerifyNone(t, leakOptions()...)
+		goleak.VerifyNone(t)
 	})
 }
 

@@ -12,12 +12,7 @@ import (
 // TestMain fails the package when a test leaves a goroutine running: every
 // goroutine the program starts has an owner that stops it.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakOptions()...)
-}
-
-// leakOptions lists goroutines that outlive a test by design.
-func leakOptions() []goleak.Option {
-	return nil
+	goleak.VerifyTestMain(m)
 }
 
 func TestLoadConfig(t *testing.T) {
