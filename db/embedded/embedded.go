@@ -112,6 +112,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // stopped before the server was started
+	}
 	running, err := c.running(ctx)
 	if err != nil {
 		return nil, err
