@@ -179,19 +179,18 @@ func TestBinaryExitStatus(t *testing.T) {
 	bin := builtHookline(t)
 	dir := emptyDataDir(t)
 	cases := []struct {
-		args       string
-		code       int
-		stdout     string
-		stderr     string
-		configured bool // a valid HOOKLINE_ADDR; otherwise ":99999"
-	}{
-		{"--help", 0, "usage: hookline [command]", "", false},
-		{"serve --help", 0, "usage: hookline serve", "", false},
-		{"migrate --help", 0, "usage: hookline migrate", "", false},
-		{"--version", 0, "hookline " + version, "", false},
-		{"bogus", 2, "", `unknown command "bogus"`, false},
-		{"user add", 2, "", "--email is required", false},
-		{"serve", 1, "", `HOOKLINE_ADDR ":99999"`, false},
+		args   string
+		code   int
+		stdout string
+		stderr string
+	}{ // all with HOOKLINE_ADDR=:99999, which only commands that run read
+		{"--help", 0, "usage: hookline [command]", ""},
+		{"serve --help", 0, "usage: hookline serve", ""},
+		{"migrate --help", 0, "usage: hookline migrate", ""},
+		{"--version", 0, "hookline " + version, ""},
+		{"bogus", 2, "", `unknown command "bogus"`},
+		{"user add", 2, "", "--email is required"},
+		{"serve", 1, "", `HOOKLINE_ADDR ":99999"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.args, func(t *testing.T) {
