@@ -10,9 +10,14 @@
 //	hookline migrate                 apply migrations and exit
 //	hookline apikey create --name N  print a new API key (last line)
 //	hookline user add --email E --role admin|operator|viewer [--password-stdin]
-//	hookline demo                    embedded database, sample partners, simulated receivers
+//	hookline demo [--reset]          embedded database, sample partners, simulated receivers
 //	hookline bench                   delivery throughput against the loopback ceiling
 //	hookline db url|start|stop       the embedded PostgreSQL alone
+//	hookline help [command]          usage, or a command's flags (also: COMMAND --help)
+//	hookline version
+//
+// Help and version never read the configuration; every other command checks
+// its flags, then the configuration, before it starts anything.
 package main
 
 import (
@@ -58,79 +63,292 @@ import (
 const version = "0.1.0"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// After the first signal starts a graceful stop, a second one kills at
-	// once (default signal handling restored).
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hookline:", err)
-		os.Exit(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go stopOnSignal(sigs, cancel, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// stopOnSignal cancels the program's context at the first SIGINT or SIGTERM
+// and keeps catching the ones after it until the process exits. A second
+// signal is common: make forwards its own SIGTERM to a child that the
+// process group's SIGTERM already reached. Dying there would leave the
+// embedded PostgreSQL running with nobody to stop it, while the graceful
+// stop is bounded anyway (HOOKLINE_SHUTDOWN_GRACE for in-flight sends).
+func stopOnSignal(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer) {
+	<-sigs
+	cancel()
+	for sig := range sigs {
+		fmt.Fprintf(stderr, "hookline: %s: already stopping (in-flight sends get the shutdown grace period, then the embedded PostgreSQL stops)\n", sig)
 	}
 }
 
+// exitCode reports err on stderr and turns it into the process's exit
+// status: 0 done, 2 a usage error (nothing was started), 1 anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "hookline:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
 // run is the whole program; main only supplies the process's environment.
+// It parses the command line, then validates the configuration, and only
+// then runs the command.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+	std := stdio{in: stdin, out: stdout}
+	act, err := parseCommandLine(args, std)
+	if err != nil || act.run == nil { // a usage error, or help was printed
+		return err
+	}
+	if act.noConfig {
+		return act.run(ctx, config{}, slog.New(slog.DiscardHandler))
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	err = act.run(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Stopped by a signal before it was fully started: that is the stop
+		// asked for, not a failure.
+		log.Info("stopped before start completed", "reason", err)
+		return nil
+	}
+	return err
+}
 
-	switch cmd {
-	case "serve":
+// stdio is what a command reads and prints; logs go to stderr.
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+}
+
+// subcommand is one command of hookline.
+type subcommand struct {
+	name     string // as typed: "serve", "user add"
+	synopsis string // its flags, for the usage line
+	summary  string
+	noConfig bool // runs without reading the configuration (version)
+	// flags declares the command's flags on fs and returns the check that
+	// runs once they are parsed: it rejects bad values (its error is a usage
+	// error) and returns what the command does. It never starts anything.
+	flags func(fs *flag.FlagSet, std stdio) func() (runFunc, error)
+}
+
+// runFunc runs a command whose flags and configuration are valid.
+type runFunc func(ctx context.Context, cfg config, log *slog.Logger) error
+
+// action is a parsed command line: what to run, nil when help was printed.
+type action struct {
+	run      runFunc
+	noConfig bool
+}
+
+// usageError is a command line hookline does not accept; the process exits
+// with status 2 and starts nothing.
+type usageError struct {
+	msg   string
+	usage string // the usage line of the command concerned
+	help  string // how to get more help
+}
+
+func (e *usageError) Error() string {
+	return e.msg + "\n" + e.usage + "\n" + e.help
+}
+
+// commands is every command hookline has, in the order help lists them.
+var commands = []subcommand{
+	{name: "serve", summary: "run the dashboard, API and delivery worker (default)", flags: noFlags(func(ctx context.Context, cfg config, log *slog.Logger) error {
 		return serve(ctx, cfg, log, true, true)
-	case "web":
+	})},
+	{name: "web", summary: "run the dashboard and API only", flags: noFlags(func(ctx context.Context, cfg config, log *slog.Logger) error {
 		return serve(ctx, cfg, log, true, false)
-	case "worker":
+	})},
+	{name: "worker", summary: "run the delivery worker only", flags: noFlags(func(ctx context.Context, cfg config, log *slog.Logger) error {
 		return serve(ctx, cfg, log, false, true)
-	case "migrate":
-		return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
-			fmt.Fprintln(stdout, "migrations applied")
-			return nil
-		})
-	case "apikey":
-		return apikeyCommand(ctx, cfg, log, args, stdout)
-	case "user":
-		return userCommand(ctx, cfg, log, args, stdin, stdout)
-	case "db":
-		return dbCommand(ctx, cfg, log, args, stdout)
-	case "demo":
-		return demoCommand(ctx, cfg, log, args, stdout)
-	case "bench":
-		return benchCommand(ctx, cfg, log, args, stdout)
-	case "version":
-		fmt.Fprintln(stdout, "hookline", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	})},
+	{name: "migrate", summary: "apply database migrations and exit", flags: migrateFlags},
+	{name: "apikey create", synopsis: "--name N", summary: "create an API key and print it (last line of output)", flags: apikeyCreateFlags},
+	{name: "user add", synopsis: "--email E [--role admin|operator|viewer] [--password-stdin]", summary: "add a dashboard user", flags: userAddFlags},
+	{name: "demo", synopsis: "[--reset] [--rate N]", summary: "sample partners, simulated receivers, live traffic", flags: demoFlags},
+	{name: "bench", synopsis: "[flags]", summary: "measure delivery throughput (see README)", flags: benchFlags},
+	{name: "db url", summary: "print the embedded PostgreSQL's connection string", flags: dbURLFlags},
+	{name: "db start", synopsis: "[--no-fsync]", summary: "start the embedded PostgreSQL alone", flags: dbStartFlags},
+	{name: "db stop", summary: "stop the embedded PostgreSQL, whoever started it", flags: dbStopFlags},
+	{name: "version", summary: "print the version", noConfig: true, flags: func(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+		return func() (runFunc, error) {
+			return func(context.Context, config, *slog.Logger) error {
+				_, err := fmt.Fprintln(std.out, "hookline", version)
+				return err
+			}, nil
+		}
+	}},
+}
+
+func noFlags(fn runFunc) func(*flag.FlagSet, stdio) func() (runFunc, error) {
+	return func(*flag.FlagSet, stdio) func() (runFunc, error) {
+		return func() (runFunc, error) { return fn, nil }
 	}
 }
 
-const usage = `usage: hookline [command]
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
 
-commands:
-  serve                  run the dashboard, API and delivery worker (default)
-  web                    run the dashboard and API only
-  worker                 run the delivery worker only
-  migrate                apply database migrations and exit
-  apikey create --name N create an API key and print it (last line of output)
-  user add --email E --role admin|operator|viewer [--password-stdin]
-  demo                   run with sample partners, simulated receivers and live traffic
-  bench                  measure delivery throughput (see README)
-  db url|start|stop      manage the embedded PostgreSQL alone
-  version                print the version
-`
+// parseCommandLine finds the command named by args and parses its flags.
+// Help (hookline help [command], -h, --help, COMMAND --help) is printed to
+// std.out and yields an empty action.
+func parseCommandLine(args []string, std stdio) (action, error) {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	switch {
+	case isHelp(args[0]):
+		if len(args) == 1 || isHelp(args[1]) {
+			_, err := fmt.Fprint(std.out, usage())
+			return action{}, err
+		}
+		// "hookline help user add" is "hookline user add --help".
+		return parseCommandLine(append(append([]string{}, args[1:]...), "--help"), std)
+	case args[0] == "-version" || args[0] == "--version":
+		args = append([]string{"version"}, args[1:]...)
+	case strings.HasPrefix(args[0], "-"):
+		return action{}, &usageError{msg: fmt.Sprintf("unknown flag %s", args[0]), usage: "usage: hookline [command] [flags]", help: `run "hookline --help" for the commands`}
+	}
+	name, rest := args[0], args[1:]
+	if subs := subcommands(name); len(subs) > 0 {
+		group := &usageError{usage: "usage: hookline " + name + " " + strings.Join(subs, "|") + " [flags]", help: `run "hookline ` + name + ` --help" for details`}
+		switch {
+		case len(rest) == 0:
+			group.msg = name + ": missing command (" + strings.Join(subs, ", ") + ")"
+			return action{}, group
+		case isHelp(rest[0]):
+			_, err := fmt.Fprint(std.out, groupUsage(name))
+			return action{}, err
+		}
+		name, rest = name+" "+rest[0], rest[1:]
+		if findCommand(name) == nil {
+			group.msg = fmt.Sprintf("unknown command %q", name)
+			return action{}, group
+		}
+	}
+	c := findCommand(name)
+	if c == nil {
+		return action{}, &usageError{msg: fmt.Sprintf("unknown command %q", name), usage: "usage: hookline [command] [flags]", help: `run "hookline --help" for the commands`}
+	}
+	fs := flag.NewFlagSet("hookline "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, help is printed to stdout below
+	check := c.flags(fs, std)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(std.out)
+			_, err := fmt.Fprint(std.out, c.usage(fs))
+			return action{}, err
+		}
+		return action{}, c.usageError(err.Error())
+	}
+	if fs.NArg() > 0 {
+		return action{}, c.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	fn, err := check()
+	if err != nil {
+		return action{}, c.usageError(err.Error())
+	}
+	return action{run: fn, noConfig: c.noConfig}, nil
+}
+
+func findCommand(name string) *subcommand {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// subcommands lists the commands under a group such as "db" (url, start, stop).
+func subcommands(group string) []string {
+	var subs []string
+	for _, c := range commands {
+		if g, sub, ok := strings.Cut(c.name, " "); ok && g == group {
+			subs = append(subs, sub)
+		}
+	}
+	return subs
+}
+
+func (c *subcommand) usageLine() string {
+	return strings.TrimSpace("usage: hookline " + c.name + " " + c.synopsis)
+}
+
+func (c *subcommand) usageError(msg string) error {
+	return &usageError{msg: c.name + ": " + msg, usage: c.usageLine(), help: `run "hookline ` + c.name + ` --help" for details`}
+}
+
+// usage is "hookline COMMAND --help": the usage line, the summary and the flags.
+func (c *subcommand) usage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n%s.\n", c.usageLine(), upperFirst(c.summary))
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		b.WriteString("\nflags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+	}
+	if !c.noConfig {
+		b.WriteString("\nConfiguration comes from environment variables (see README).\n")
+	}
+	return b.String()
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// usage is "hookline --help".
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: hookline [command] [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		writeCommandLine(&b, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
+	}
+	writeCommandLine(&b, "help [command]", "print this, or a command's usage and flags")
+	b.WriteString("\nWithout a command, hookline serves. \"hookline COMMAND --help\" shows a command's\nflags. Configuration comes from environment variables (see README).\n")
+	return b.String()
+}
+
+func groupUsage(group string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: hookline %s %s [flags]\n\ncommands:\n", group, strings.Join(subcommands(group), "|"))
+	for _, c := range commands {
+		if g, _, _ := strings.Cut(c.name, " "); g == group && strings.Contains(c.name, " ") {
+			writeCommandLine(&b, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
+		}
+	}
+	return b.String()
+}
+
+func writeCommandLine(b *strings.Builder, left, summary string) {
+	const col = 24
+	if len(left) < col-1 {
+		fmt.Fprintf(b, "  %-*s%s\n", col, left, summary)
+		return
+	}
+	fmt.Fprintf(b, "  %s\n  %-*s%s\n", left, col, "", summary)
+}
 
 // config is everything hookline reads from the environment, validated.
 type config struct {
@@ -165,8 +383,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Retention:     worker.DefaultRetention(),
 	}
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("HOOKLINE_ADDR %q: want host:port such as :8080", c.Addr))
+	} else if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		errs = append(errs, fmt.Errorf("HOOKLINE_ADDR %q: want a port between 1 and 65535, such as :8080", c.Addr))
 	}
 	var err error
 	if c.SecretKey, err = keyFromEnv(getenv, "HOOKLINE_SECRET_KEY"); err != nil {
@@ -389,29 +609,54 @@ func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(con
 	return fn(ctx, pool)
 }
 
+// listen opens the web server's socket. It comes first in serve and demo:
+// a port already in use fails the command before the database, the worker
+// or anything else has started.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (HOOKLINE_ADDR): %w", addr, err)
+	}
+	return ln, nil
+}
+
 // serve runs the web server and/or the worker until ctx ends (SIGINT or
 // SIGTERM), then shuts both down within the grace period.
 func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker bool) error {
+	var ln net.Listener
+	if runWeb {
+		var err error
+		if ln, err = listen(cfg.Addr); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 	a, closeApp, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeApp()
+	// Everything that can fail is built before the first goroutine starts,
+	// so an early return never leaves one running on the closed pool.
+	var w *worker.Worker
+	if runWorker {
+		if w, err = a.worker(); err != nil {
+			return err
+		}
+	}
+	var srv *web.Server
 	if runWeb {
+		if srv, err = a.webServer(); err != nil {
+			return err
+		}
 		hintFirstSteps(ctx, a.pool, log)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if runWorker {
-		w, err := a.worker()
-		if err != nil {
-			return err
-		}
+	if w != nil {
 		g.Go(func() error { return w.Run(gctx) })
 	}
-	if runWeb {
-		if _, err := a.serveWeb(gctx, g); err != nil {
-			return err
-		}
+	if srv != nil {
+		a.serveWeb(gctx, g, ln, srv)
 	}
 	err = g.Wait()
 	log.Info("hookline stopped")
@@ -468,10 +713,8 @@ func (a *app) worker() (*worker.Worker, error) {
 	})
 }
 
-// serveWeb listens on the configured address and serves the dashboard and
-// API in g until ctx ends; it returns the address actually listened on.
-func (a *app) serveWeb(ctx context.Context, g *errgroup.Group) (net.Addr, error) {
-	srv, err := web.New(web.Config{
+func (a *app) webServer() (*web.Server, error) {
+	return web.New(web.Config{
 		Pool:         a.pool,
 		SecretKey:    a.cfg.SecretKey,
 		SessionKey:   a.cfg.SessionKey,
@@ -482,13 +725,10 @@ func (a *app) serveWeb(ctx context.Context, g *errgroup.Group) (net.Addr, error)
 		Logger:       a.log,
 		Registry:     a.reg,
 	})
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", a.cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
-	}
+}
+
+// serveWeb serves the dashboard and API on ln in g until ctx ends.
+func (a *app) serveWeb(ctx context.Context, g *errgroup.Group, ln net.Listener, srv *web.Server) {
 	a.log.Info("hookline listening", "addr", ln.Addr().String(), "dashboard", dashboardURL(ln.Addr()), "version", version)
 	hs := &http.Server{
 		Handler:           srv,
@@ -507,7 +747,6 @@ func (a *app) serveWeb(ctx context.Context, g *errgroup.Group) (net.Addr, error)
 		defer cancel()
 		return hs.Shutdown(shutCtx)
 	})
-	return ln.Addr(), nil
 }
 
 // hintFirstSteps tells a new installation how to get in: with no user yet,
@@ -533,105 +772,138 @@ func dashboardURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-func apikeyCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: hookline apikey create --name NAME")
+func migrateFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+	return func() (runFunc, error) {
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
+				fmt.Fprintln(std.out, "migrations applied")
+				return nil
+			})
+		}, nil
 	}
-	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
-	name := fs.String("name", "", "a name that says who uses the key")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if strings.TrimSpace(*name) == "" {
-		return errors.New("apikey create: --name is required")
-	}
-	return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
-		key, row, err := account.CreateAPIKey(ctx, pool, *name, "cli")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "created API key %q (prefix %s); it is shown only once:\n%s\n", row.Name, row.Prefix, key)
-		return nil
-	})
 }
 
-func userCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "add" {
-		return errors.New("usage: hookline user add --email E --role admin|operator|viewer [--password-stdin]")
-	}
-	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
-	email := fs.String("email", "", "login email")
-	role := fs.String("role", "operator", "admin, operator or viewer")
-	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of stdin")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	password := ""
-	if *fromStdin {
-		line, err := bufio.NewReader(stdin).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read password: %w", err)
+func apikeyCreateFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+	name := fs.String("name", "", "a name that says who uses the key (required)")
+	return func() (runFunc, error) {
+		if strings.TrimSpace(*name) == "" {
+			return nil, errors.New("--name is required")
 		}
-		password = strings.TrimRight(line, "\r\n")
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
+				key, row, err := account.CreateAPIKey(ctx, pool, *name, "cli")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(std.out, "created API key %q (prefix %s); it is shown only once:\n%s\n", row.Name, row.Prefix, key)
+				return nil
+			})
+		}, nil
 	}
-	return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
-		u, generated, err := account.AddUser(ctx, pool, *email, *role, password)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "added %s (%s)\n", u.Email, u.Role)
-		if generated != "" {
-			fmt.Fprintf(stdout, "password (shown only once): %s\n", generated)
-		}
-		return nil
-	})
 }
 
-// dbCommand manages the embedded cluster alone: "url" prints a connection
-// string (psql "$(hookline db url)"), "start" starts it and returns, "stop"
-// stops it whoever started it.
-func dbCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
-	if !cfg.embedded() {
-		return errors.New("db: DATABASE_URL is set; these commands manage the embedded database only")
+func userAddFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+	email := fs.String("email", "", "login email (required)")
+	role := fs.String("role", account.RoleOperator, "admin, operator or viewer")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of stdin (otherwise one is generated and printed)")
+	return func() (runFunc, error) {
+		if strings.TrimSpace(*email) == "" {
+			return nil, errors.New("--email is required")
+		}
+		addr, err := account.NormalizeEmail(*email)
+		if err != nil {
+			return nil, fmt.Errorf("--email %q is not a valid email address", *email)
+		}
+		if !account.ValidRole(*role) {
+			return nil, fmt.Errorf("--role %q: want admin, operator or viewer", *role)
+		}
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			password := ""
+			if *fromStdin {
+				line, err := bufio.NewReader(std.in).ReadString('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					return fmt.Errorf("read password: %w", err)
+				}
+				password = strings.TrimRight(line, "\r\n")
+				if n := len(password); n < account.MinPasswordLen || n > 72 {
+					return fmt.Errorf("password from stdin: want %d to 72 bytes, got %d", account.MinPasswordLen, n)
+				}
+			}
+			return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
+				u, generated, err := account.AddUser(ctx, pool, addr, *role, password)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(std.out, "added %s (%s)\n", u.Email, u.Role)
+				if generated != "" {
+					fmt.Fprintf(std.out, "password (shown only once): %s\n", generated)
+				}
+				return nil
+			})
+		}, nil
 	}
-	fs := flag.NewFlagSet("db", flag.ContinueOnError)
+}
+
+// The db commands manage the embedded cluster alone: "url" prints a
+// connection string (psql "$(hookline db url)"), "start" starts it and
+// returns, "stop" stops it whoever started it.
+
+func errNotEmbedded(cmd string) error {
+	return fmt.Errorf("%s: DATABASE_URL is set; this command manages the embedded database only", cmd)
+}
+
+func dbURLFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+	return func() (runFunc, error) {
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			if !cfg.embedded() {
+				return errNotEmbedded("db url")
+			}
+			c, err := embedded.Attach(ctx, cfg.DataDir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(std.out, c.URL())
+			return nil
+		}, nil
+	}
+}
+
+func dbStartFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	noFsync := fs.Bool("no-fsync", false, "start with fsync off (throwaway test clusters only)")
-	if len(args) == 0 {
-		return errors.New("usage: hookline db url|start|stop")
+	return func() (runFunc, error) {
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			if !cfg.embedded() {
+				return errNotEmbedded("db start")
+			}
+			c, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, NoFsync: *noFsync, Logger: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(std.out, c.URL())
+			return nil
+		}, nil
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	switch args[0] {
-	case "url":
-		c, err := embedded.Attach(ctx, cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, c.URL())
-	case "start":
-		c, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, NoFsync: *noFsync, Logger: log})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, c.URL())
-	case "stop":
-		c, err := embedded.Attach(ctx, cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		return c.ForceStop(ctx)
-	default:
-		return errors.New("usage: hookline db url|start|stop")
-	}
-	return nil
 }
 
-// benchCommand measures throughput on a private cluster (fsync on) against a
-// loopback receiver: hookline's worker, the raw HTTP ceiling and a naive
-// one-row worker, in one run.
-func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+func dbStopFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
+	return func() (runFunc, error) {
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			if !cfg.embedded() {
+				return errNotEmbedded("db stop")
+			}
+			c, err := embedded.Attach(ctx, cfg.DataDir)
+			if err != nil {
+				return err
+			}
+			return c.ForceStop(ctx)
+		}, nil
+	}
+}
+
+// benchFlags: bench measures throughput on a private cluster (fsync on)
+// against a loopback receiver: hookline's worker, the raw HTTP ceiling and
+// a naive one-row worker, in one run.
+func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	var o bench.Options
 	fs.IntVar(&o.Deliveries, "deliveries", 20000, "deliveries to drain")
 	fs.IntVar(&o.Endpoints, "endpoints", 100, "endpoints they spread over")
@@ -641,38 +913,70 @@ func benchCommand(ctx context.Context, cfg config, log *slog.Logger, args []stri
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "use this database (its hookline tables are truncated) instead of a private cluster")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "how long the loopback receiver takes to answer (e.g. 20ms, a typical partner)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	o.Logger = log
-	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			return err
+	return func() (runFunc, error) {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"deliveries", o.Deliveries}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}, {"naive-concurrency", o.NaiveConcurrency}} {
+			if f.v < 1 {
+				return nil, fmt.Errorf("--%s %d: want at least 1", f.name, f.v)
+			}
 		}
-		defer f.Close()
-		o.CPUProfile = f
+		if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
+			return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
+		}
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			o.Logger = log
+			if *profile != "" {
+				f, err := os.Create(*profile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
+			_, err := bench.Run(ctx, o, std.out)
+			return err
+		}, nil
 	}
-	_, err := bench.Run(ctx, o, stdout)
-	return err
 }
 
-// demoCommand runs hookline on its own embedded database (DATA_DIR/demo) with
-// sample partners whose endpoints are simulated receivers on loopback (fast,
-// slowing down, failing with 500s, answering 401, rate limiting with 429,
-// flaky), 24 h of latency history, and a steady stream of events: within
-// seconds the dashboard shows live sparklines, an opening breaker,
-// dead-letter clusters and replays that work.
-func demoCommand(ctx context.Context, cfg config, log *slog.Logger, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+// demoFlags: demo runs hookline on its own embedded database (DATA_DIR/demo)
+// with sample partners whose endpoints are simulated receivers on loopback
+// (fast, slowing down, failing with 500s, answering 401, rate limiting with
+// 429, flaky), 24 h of latency history, and a steady stream of events:
+// within seconds the dashboard shows live sparklines, an opening breaker,
+// dead-letter clusters and replays that work. --reset deletes DATA_DIR/demo
+// first, so the demo starts from nothing again.
+func demoFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	rate := fs.Float64("rate", demo.DefaultRate, "events per second")
-	if err := fs.Parse(args); err != nil {
-		return err
+	reset := fs.Bool("reset", false, "delete the demo's database and keys (DATA_DIR/demo) and start from nothing")
+	return func() (runFunc, error) {
+		if !(*rate >= 0.1 && *rate <= 1000) {
+			return nil, fmt.Errorf("--rate %v: want events per second between 0.1 and 1000", *rate)
+		}
+		return func(ctx context.Context, cfg config, log *slog.Logger) error {
+			return runDemo(ctx, cfg, log, std, *rate, *reset)
+		}, nil
 	}
+}
+
+func runDemo(ctx context.Context, cfg config, log *slog.Logger, std stdio, rate float64, reset bool) error {
 	if !cfg.embedded() {
 		return errors.New("demo: runs on its own embedded database; unset DATABASE_URL")
 	}
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	cfg.DataDir = filepath.Join(cfg.DataDir, "demo")
+	if reset {
+		if err := embedded.Remove(ctx, cfg.DataDir); err != nil {
+			return fmt.Errorf("demo --reset: %w", err)
+		}
+		log.Info("demo data deleted", "dir", cfg.DataDir)
+	}
 	// The simulated partners listen on loopback, which the SSRF guard
 	// refuses unless allowed.
 	cfg.AllowNetworks = append(cfg.AllowNetworks, netip.MustParsePrefix("127.0.0.0/8"))
@@ -707,37 +1011,47 @@ func demoCommand(ctx context.Context, cfg config, log *slog.Logger, args []strin
 	if err != nil {
 		return err
 	}
-	receivers, err := simulate.Start(demo.Receivers(*rate), 0)
+	w, err := a.worker()
+	if err != nil {
+		return err
+	}
+	srv, err := a.webServer()
+	if err != nil {
+		return err
+	}
+	receivers, err := simulate.Start(demo.Receivers(rate), 0)
 	if err != nil {
 		return err
 	}
 	defer receivers.Close()
 
-	g, gctx := errgroup.WithContext(ctx)
-	addr, err := a.serveWeb(gctx, g)
-	if err != nil {
-		return err
+	// Seeding goes through the API, so the web server runs before it; a
+	// failure from here on stops what runs and waits for it before the
+	// deferred closes release the pool.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
+	a.serveWeb(gctx, g, ln, srv)
+	stop := func(err error) error {
+		cancel()
+		return errors.Join(err, g.Wait())
 	}
-	_, port, _ := net.SplitHostPort(addr.String())
-	o := demo.Options{BaseURL: "http://127.0.0.1:" + port, APIKey: key, Receivers: receivers, Pool: pool, Rate: *rate, Logger: log, Now: time.Now}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	o := demo.Options{BaseURL: "http://127.0.0.1:" + port, APIKey: key, Receivers: receivers, Pool: pool, Rate: rate, Logger: log, Now: time.Now}
 	endpoints, err := demo.Seed(gctx, o)
 	if err != nil {
-		return err
+		return stop(err)
 	}
 	if err := demo.BackfillLatency(gctx, o, endpoints); err != nil {
-		return err
-	}
-	w, err := a.worker()
-	if err != nil {
-		return err
+		return stop(err)
 	}
 	if err := w.RefreshNow(gctx); err != nil {
-		return err
+		return stop(err)
 	}
 	g.Go(func() error { return w.Run(gctx) })
 	g.Go(func() error { return demo.Stream(gctx, o) })
-	fmt.Fprintf(stdout, "\nhookline demo is running: %s\nsign in as %s with password %s\nAPI key: %s\nCtrl-C stops it.\n\n",
-		dashboardURL(addr), email, password, key)
+	fmt.Fprintf(std.out, "\nhookline demo is running: %s\nsign in as %s with password %s\nAPI key: %s\nCtrl-C stops it.\n\n",
+		dashboardURL(ln.Addr()), email, password, key)
 	err = g.Wait()
 	log.Info("hookline demo stopped")
 	return err

@@ -5,7 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package when a test leaves a goroutine running: every
+// goroutine the program starts has an owner that stops it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func TestLoadConfig(t *testing.T) {
 	key := "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
@@ -31,6 +39,14 @@ func TestLoadConfig(t *testing.T) {
 		{"short secret key", map[string]string{"HOOKLINE_SECRET_KEY": "c2hvcnQ="}, "HOOKLINE_SECRET_KEY: want base64 of exactly 32 bytes", nil},
 		{"bad session key", map[string]string{"HOOKLINE_SESSION_KEY": "%%%"}, "HOOKLINE_SESSION_KEY", nil},
 		{"bad addr", map[string]string{"HOOKLINE_ADDR": "8080"}, "HOOKLINE_ADDR", nil},
+		{"addr port above 65535", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999": want a port between 1 and 65535`, nil},
+		{"addr port 0", map[string]string{"HOOKLINE_ADDR": "127.0.0.1:0"}, "HOOKLINE_ADDR", nil},
+		{"addr port not a number", map[string]string{"HOOKLINE_ADDR": "localhost:web"}, "HOOKLINE_ADDR", nil},
+		{"addr with host and port", map[string]string{"HOOKLINE_ADDR": "[::1]:65535"}, "", func(t *testing.T, c config) {
+			if c.Addr != "[::1]:65535" {
+				t.Fatal(c.Addr)
+			}
+		}},
 		{"allow networks", map[string]string{"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8, 10.1.2.3"}, "", func(t *testing.T, c config) {
 			if len(c.AllowNetworks) != 2 || c.AllowNetworks[0] != netip.MustParsePrefix("127.0.0.0/8") {
 				t.Fatalf("%v", c.AllowNetworks)
@@ -51,6 +67,7 @@ func TestLoadConfig(t *testing.T) {
 		{"bad retention", map[string]string{"HOOKLINE_RETAIN_ATTEMPTS": "1s"}, "HOOKLINE_RETAIN_ATTEMPTS", nil},
 		{"log level", map[string]string{"HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_LOG_LEVEL", nil},
 		{"several errors at once", map[string]string{"HOOKLINE_ADDR": "x", "HOOKLINE_MAX_BODY_BYTES": "y"}, "HOOKLINE_MAX_BODY_BYTES", nil},
+		{"several errors at once, each by name", map[string]string{"HOOKLINE_ADDR": ":99999", "HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_ADDR \":99999\": want a port between 1 and 65535, such as :8080\nHOOKLINE_LOG_LEVEL", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

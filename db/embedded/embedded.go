@@ -103,10 +103,17 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.prepareDirs(); err != nil {
 		return nil, err
 	}
+	// initdb and pg_ctl start run to completion even when ctx ends (a
+	// SIGTERM during start): killed halfway, they would leave a half-made
+	// data directory or a server that nobody stops.
+	setup := context.WithoutCancel(ctx)
 	if _, err := os.Stat(filepath.Join(c.pgDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		if err := c.initdb(ctx); err != nil {
+		if err := c.initdb(setup); err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // stopped before the server was started
 	}
 	running, err := c.running(ctx)
 	if err != nil {
@@ -124,19 +131,69 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			log.Info("attached to running embedded postgres", "dir", c.pgDir)
 		}
 	} else {
-		if err := c.start(ctx, o.NoFsync); err != nil {
+		if err := c.start(setup, o.NoFsync); err != nil {
 			return nil, err
 		}
 		c.owned = true
-		if err := c.writeOwner(); err != nil {
-			return nil, err
-		}
 		log.Info("started embedded postgres", "dir", c.pgDir)
+		if err := c.writeOwner(); err != nil {
+			return nil, errors.Join(err, c.Stop(setup))
+		}
 	}
 	if err := c.ensureDatabase(ctx); err != nil {
+		// Whoever gets no cluster back cannot stop it: stop it here.
+		if c.owned {
+			if stopErr := c.Stop(setup); stopErr != nil {
+				return nil, errors.Join(err, stopErr)
+			}
+			log.Info("stopped embedded postgres", "dir", c.pgDir)
+		}
 		return nil, err
 	}
 	return c, nil
+}
+
+// Remove deletes dataDir and everything in it, after stopping its cluster if
+// one runs and the process that started it is gone. A cluster whose starter
+// still runs is left alone, and Remove fails.
+func Remove(ctx context.Context, dataDir string) error {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockFile(ctx, filepath.Join(abs, "pg.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c := &Cluster{dataDir: abs, pgDir: filepath.Join(abs, "pg"), socketDir: filepath.Join(abs, "run")}
+	if _, err := os.Stat(filepath.Join(c.pgDir, "postmaster.pid")); err == nil {
+		if c.binDir, err = findBinDir(); err != nil {
+			return err
+		}
+		if c.cred, err = serverCredential(); err != nil {
+			return err
+		}
+		running, err := c.running(ctx)
+		if err != nil {
+			return err
+		}
+		if running {
+			if pid, ok := c.ownerPID(); ok && processAlive(pid) {
+				return fmt.Errorf("embedded postgres in %s is in use by process %d: stop it first", c.pgDir, pid)
+			}
+			if err := c.ForceStop(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return fmt.Errorf("embedded postgres: remove %s: %w", abs, err)
+	}
+	return nil
 }
 
 // Attach connects to a cluster that must already be running; it never starts
@@ -148,6 +205,10 @@ func Attach(ctx context.Context, dataDir string) (*Cluster, error) {
 	}
 	c := &Cluster{dataDir: abs, pgDir: filepath.Join(abs, "pg"), socketDir: filepath.Join(abs, "run")}
 	if c.binDir, err = findBinDir(); err != nil {
+		return nil, err
+	}
+	// pg_ctl refuses to run as root, for status and stop as much as for start.
+	if c.cred, err = serverCredential(); err != nil {
 		return nil, err
 	}
 	running, err := c.running(ctx)
