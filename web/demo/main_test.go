@@ -1,0 +1,12 @@
+package demo
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The demo starts receivers, a streamer and a worker; all must stop.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
