@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/hookline/hookline/worker/latency"
 )
 
 // State is the breaker state as stored in endpoint_health.state.
@@ -85,13 +87,15 @@ type Policy struct {
 	MinSamples int
 }
 
-// Defaults from DESIGN §6 and §7.
+// Defaults from DESIGN §6 and §7. What counts as slow, and on how much
+// evidence, is the latency package's: the dashboard's "critical" flag and
+// the lowered threshold must never disagree.
 const (
 	DefaultBaseCooldown = 300 * time.Second
 	DefaultMaxCooldown  = 3600 * time.Second
 	DefaultMinThreshold = 3
-	DefaultSlowP95      = 5 * time.Second
-	DefaultMinSamples   = 20
+	DefaultSlowP95      = latency.CriticalP95
+	DefaultMinSamples   = latency.MinSamples
 )
 
 // DefaultPolicy returns the policy of DESIGN §6: cooldown 300 s doubling up
