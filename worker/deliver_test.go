@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/signing"
 )
 
@@ -121,5 +122,28 @@ func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
 	}
 	if n := rcv.count.Load(); n != 0 {
 		t.Fatalf("receiver got %d requests", n)
+	}
+}
+
+// TestGivenBoxOpensSecrets: a process builds one secret box and hands it to
+// the worker; no key of its own is needed.
+func TestGivenBoxOpensSecrets(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	_, secret := e.endpoint(endpointOpts{url: rcv.URL + "/hook"})
+	e.events(1, "order.created", `{"n":1}`)
+	box, err := secretbox.New(masterKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.worker(func(c *Config) { c.SecretKey, c.Box = nil, box }))
+	e.waitFor("delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 1 })
+	key, err := signing.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rcv.all()[0]
+	if err := signing.Verify(key, r.Header, r.Body, time.Now(), time.Hour); err != nil || r.Header.Get("X-Custom") != "yes" {
+		t.Fatalf("signature %v, headers %v", err, r.Header)
 	}
 }

@@ -33,10 +33,14 @@ import (
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
-// Config wires a Worker. Pool, SecretKey and Guard are required.
+// Config wires a Worker. Pool, Guard, and Box or SecretKey are required.
 type Config struct {
-	Pool      *pgxpool.Pool
-	SecretKey []byte // decrypts endpoint signing secrets
+	Pool *pgxpool.Pool
+	// Box opens endpoint signing secrets and custom headers. A process
+	// builds it once and gives the same one to the web server and the
+	// worker; when nil it is built from SecretKey.
+	Box       *secretbox.Box
+	SecretKey []byte
 	Guard     *ssrf.Guard
 	UserAgent string
 
@@ -147,9 +151,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Guard == nil && cfg.Sender == nil {
 		return nil, errors.New("worker: Guard is required")
 	}
-	box, err := secretbox.New(cfg.SecretKey, nil)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+	box := cfg.Box
+	if box == nil {
+		var err error
+		if box, err = secretbox.New(cfg.SecretKey, nil); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
 	}
 	setDefault(&cfg.Concurrency, 256)
 	setDefault(&cfg.ClaimBatch, 256)
