@@ -42,21 +42,25 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	}
 	before := e.count("SELECT sum(attempt_count) FROM deliveries")
 	clk.Advance(10 * time.Second)
-	time.Sleep(150 * time.Millisecond)
+	e.claimsNothing("breaker open", w)
 	if rcv.count.Load() != 3 || e.count("SELECT sum(attempt_count) FROM deliveries") != before {
 		t.Fatal("an open breaker's deliveries were claimed")
 	}
 
 	// Cooldown over: exactly one probe, which fails → cooldown doubles.
 	clk.Advance(300 * time.Second)
+	claimed := w.claimedRows.Load()
 	w.probe(ctx, ctx)
 	w.probe(ctx, ctx) // a second pass (or replica) must not send another probe
+	if n := w.claimedRows.Load() - claimed; n != 1 {
+		t.Fatalf("two probe passes claimed %d deliveries, want exactly one probe", n)
+	}
 	e.waitFor("probe", func() bool { return rcv.count.Load() == 4 })
 	e.waitFor("reopened", func() bool { return e.health(epID).State == "open" })
 	if h := e.health(epID); h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {
 		t.Fatalf("after failed probe: %+v", h)
 	}
-	time.Sleep(100 * time.Millisecond)
+	e.claimsNothing("reopened after the probe", w)
 	if rcv.count.Load() != 4 {
 		t.Fatalf("more than one probe: %d requests", rcv.count.Load())
 	}

@@ -163,7 +163,6 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			continue
 		}
 		attemptNo := d.AttemptCount + 1
-		excerpt := redact(r.Excerpt, o.redact)
 		attempts = append(attempts, db.AttemptInsertParams{
 			DeliveryID:      d.ID,
 			EndpointID:      d.EndpointID,
@@ -174,7 +173,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			StatusCode:      nonZero(int32(r.StatusCode)),
 			ErrorClass:      nonEmpty(r.ErrorClass),
 			Error:           nonEmpty(r.Error),
-			ResponseExcerpt: nonEmpty(excerpt),
+			ResponseExcerpt: nonEmpty(r.Excerpt),
 		})
 		status, next := w.nextState(o, attemptNo, now)
 		done.Ids = append(done.Ids, d.ID)
@@ -457,17 +456,6 @@ func writeHealth(ctx context.Context, q *db.Queries, states map[int64]*healthSta
 		return fmt.Errorf("write endpoint health: %w", err)
 	}
 	return nil
-}
-
-// redact replaces postback values echoed back by the partner (click ids,
-// transaction ids) in the response excerpt we store.
-func redact(excerpt string, values []string) string {
-	for _, v := range values {
-		if v != "" {
-			excerpt = strings.ReplaceAll(excerpt, v, "…")
-		}
-	}
-	return excerpt
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -30,9 +30,6 @@ type outcome struct {
 	d        claimed
 	res      sender.Result
 	finished time.Time
-	// redact lists values (postback macro values) that must not appear in
-	// the stored response excerpt.
-	redact []string
 }
 
 // sent reports whether the attempt touched the network, so its duration is
@@ -92,7 +89,6 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		o.finished = w.now()
 		return o
 	}
-	o.redact = req.Values
 	o.res = w.send.Send(ctx, req.Request)
 	o.finished = w.now()
 	return o

@@ -147,3 +147,29 @@ func TestGivenBoxOpensSecrets(t *testing.T) {
 		t.Fatalf("signature %v, headers %v", err, r.Header)
 	}
 }
+
+// TestPostbackPathValueRedacted: a value rendered into the URL's path, which
+// the query's redaction cannot see, is kept out of the stored excerpt and
+// error too when the tracker echoes it back.
+func TestPostbackPathValueRedacted(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte("unknown click " + strings.TrimPrefix(r.URL.Path, "/pb/")))
+	})
+	e.endpoint(endpointOpts{kind: "postback", url: rcv.URL + "/pb/{click_id}"})
+	ids := e.events(1, "conversion.approved", `{"click_id":"clk-path-7781"}`)
+	e.run(e.worker(nil))
+	e.waitFor("dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1 })
+	var excerpt string
+	if err := e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(excerpt, "clk-path") || !strings.Contains(excerpt, "unknown click") {
+		t.Fatalf("stored excerpt %q", excerpt)
+	}
+	if d := e.delivery(ids[0]); strings.Contains(*d.LastError, "clk-path") {
+		t.Fatalf("stored error %q", *d.LastError)
+	}
+}

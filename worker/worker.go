@@ -120,6 +120,12 @@ type Worker struct {
 	metrics  *Metrics
 
 	busy atomic.Int64 // claimed deliveries not yet sent and recorded: queued or in flight
+	// claimPasses counts claim statements that completed, and claimedRows
+	// the deliveries they and the breaker probes took (always updated
+	// first). They make "the worker looked and took nothing" observable:
+	// tests wait for passes instead of sleeping.
+	claimPasses atomic.Int64
+	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
 	queue    chan queued

@@ -49,14 +49,11 @@ type Event struct {
 	Attempt int             // 1 for the first attempt
 }
 
-// Request is a built request: what the sender sends, plus what is needed
-// to show it safely.
+// Request is a built request: what the sender sends (with the payload
+// values rendered into a postback URL in Redact, since trackers echo them
+// back in their answers), plus what is needed to show it safely.
 type Request struct {
 	sender.Request
-	// Values are the payload values substituted into a postback URL (of
-	// three bytes or more): they must not appear in a stored response
-	// excerpt, where trackers like to echo them.
-	Values []string
 	// template is the postback template the URL was rendered from: the
 	// redacted view shows it, since only it knows which parts are values.
 	template *postback.Template
@@ -110,7 +107,7 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 		for _, m := range t.Macros() {
 			if raw, ok := fields[m]; ok {
 				if v := strings.Trim(string(raw), `"`); len(v) >= 3 {
-					r.Values = append(r.Values, v)
+					r.Redact = append(r.Redact, v)
 				}
 			}
 		}

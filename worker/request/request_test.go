@@ -98,8 +98,8 @@ func TestBuild(t *testing.T) {
 					t.Errorf("header %s = %q, want %q", name, got, want)
 				}
 			}
-			if strings.Join(r.Values, ",") != strings.Join(c.values, ",") {
-				t.Errorf("values = %q, want %q", r.Values, c.values)
+			if strings.Join(r.Redact, ",") != strings.Join(c.values, ",") {
+				t.Errorf("redact = %q, want %q", r.Redact, c.values)
 			}
 			if len(before) != len(c.ep.Header) {
 				t.Error("Build modified the endpoint's header map")

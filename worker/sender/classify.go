@@ -195,10 +195,13 @@ func innermost(err error) string {
 // redactor removes what must never be stored or shown (DESIGN §2, §12)
 // from Result.Error and Result.Excerpt: the URL's query and each of its
 // values (postback click ids, transaction ids, payouts, which trackers like
-// to echo back: "duplicate txid ..."), and a custom Host header.
+// to echo back: "duplicate txid ..."), a custom Host header, and the
+// caller's further values (Request.Redact). It is the one redactor of
+// response text; postback.Redact is the one for URLs.
 type redactor struct {
-	query string
-	host  string
+	query  string
+	host   string
+	values []string
 }
 
 // minRedacted is the shortest query value redacted on its own: shorter
@@ -211,6 +214,9 @@ func (r redactor) redact(msg string) string {
 	}
 	msg = replace(msg, r.query)
 	msg = replace(msg, r.host)
+	for _, v := range r.values {
+		msg = replace(msg, v)
+	}
 	for q := r.query; q != ""; {
 		var part string
 		part, q, _ = strings.Cut(q, "&")

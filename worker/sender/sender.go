@@ -85,6 +85,10 @@ type Request struct {
 	// bytes of a 2xx body for the attempt to count as delivered
 	// (case-sensitive: trackers answer 200 with "duplicate" or "error").
 	SuccessBodyContains string
+	// Redact lists further values kept out of Result.Error and Excerpt:
+	// event values rendered into a postback URL's path, where the query's
+	// redaction cannot see them.
+	Redact []string
 }
 
 // Result describes one attempt. Error and Excerpt are safe to store, log
@@ -271,7 +275,7 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		fail(res, Permanent, ClassInvalidRequest, msg)
 		return
 	}
-	red := redactor{query: req.URL.RawQuery}
+	red := redactor{query: req.URL.RawQuery, values: r.Redact}
 	if req.Host != req.URL.Host {
 		red.host = req.Host
 	}

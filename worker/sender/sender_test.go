@@ -637,7 +637,7 @@ func TestExcerpt(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	red := redactor{query: "cid=ab%2Fcd&payout=12.50&status=1&tx=TX+9", host: "vhost.internal"}
+	red := redactor{query: "cid=ab%2Fcd&payout=12.50&status=1&tx=TX+9", host: "vhost.internal", values: []string{"clk-in-path"}}
 	tests := []struct {
 		name string
 		in   string
@@ -651,6 +651,7 @@ func TestRedact(t *testing.T) {
 		{"payout", "payout 12.50 rejected", "payout … rejected"},
 		{"short values kept", "status 1", "status 1"},
 		{"host", "no route to vhost.internal", "no route to …"},
+		{"caller's value", "duplicate click clk-in-path", "duplicate click …"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
