@@ -72,7 +72,9 @@ func TestDeliversPostbacks(t *testing.T) {
 		t.Fatalf("request %s %s, want GET %s", got.Method, got.URL, want)
 	}
 	var excerpt string
-	e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt)
+	if err := e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(excerpt, "abc") || !strings.Contains(excerpt, "OK conversion") {
 		t.Fatalf("click id not redacted from the stored excerpt: %q", excerpt)
 	}
