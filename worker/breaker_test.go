@@ -129,30 +129,30 @@ func TestHealthRowWrittenOnlyWhenItMatters(t *testing.T) {
 	}
 
 	s := newHealthState(p, row(0, t0))
-	s.apply(p, ok(t0.Add(300*time.Millisecond)), t0)
-	s.apply(p, ok(t0.Add(900*time.Millisecond)), t0)
+	s.apply(p, ok(t0.Add(300*time.Millisecond)))
+	s.apply(p, ok(t0.Add(900*time.Millisecond)))
 	if s.needsWrite() {
 		t.Error("successes within a second of the stored one were written")
 	}
-	s.apply(p, ok(t0.Add(time.Second)), t0)
+	s.apply(p, ok(t0.Add(time.Second)))
 	if !s.needsWrite() {
 		t.Error("last_success_at a second stale was not written")
 	}
 
 	s = newHealthState(p, row(3, t0))
-	s.apply(p, ok(t0.Add(time.Millisecond)), t0)
+	s.apply(p, ok(t0.Add(time.Millisecond)))
 	if !s.needsWrite() {
 		t.Error("a success that resets consecutive failures was not written")
 	}
 
 	s = newHealthState(p, row(0, t0))
-	s.apply(p, fail(t0.Add(time.Millisecond)), t0)
+	s.apply(p, fail(t0.Add(time.Millisecond)))
 	if !s.needsWrite() {
 		t.Error("a failure was not written")
 	}
 
 	s = newHealthState(p, db.EndpointHealthLockRow{State: "closed", CooldownSeconds: 300, FailureThreshold: 10})
-	s.apply(p, ok(t0), t0)
+	s.apply(p, ok(t0))
 	if !s.needsWrite() {
 		t.Error("the first success ever was not written")
 	}

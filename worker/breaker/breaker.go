@@ -213,6 +213,24 @@ func (p Policy) Failure(h Health, threshold int, now time.Time) Health {
 	return h
 }
 
+// Record folds in one attempt that counts toward the breaker, finished at
+// at: Success when ok, otherwise Failure with threshold. probe says whether
+// the attempt was the probe of a HalfOpen breaker. While HalfOpen only the
+// probe's failure reopens it: a failure of a send that started before the
+// probe is only noted in LastFailureAt, since the probe is the one question
+// being asked. Any success closes it (the partner answered).
+func (p Policy) Record(h Health, threshold int, ok, probe bool, at time.Time) Health {
+	switch {
+	case ok:
+		return p.Success(h, at)
+	case h.State == HalfOpen && !probe:
+		h.LastFailureAt = later(h.LastFailureAt, at)
+		return h
+	default:
+		return p.Failure(h, threshold, at)
+	}
+}
+
 // ProbeDue reports whether a probe should be sent at now: the breaker is
 // not Paused and one cooldown has passed since it opened.
 //
