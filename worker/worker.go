@@ -7,8 +7,8 @@
 // state change that could race is a conditional update.
 //
 // The policies it applies are the pure packages beside it (backoff, breaker,
-// ratelimit, latency, signing, postback, ssrf, sender); this package is the
-// loop that wires them to the database.
+// ratelimit, latency, signing, postback, ssrf, sender, request); this
+// package is the loop that wires them to the database.
 package worker
 
 import (
