@@ -120,20 +120,7 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	e, err := s.q.EndpointGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("endpoint")
-	}
-	if err != nil {
-		return err
-	}
-	in := inputFromEndpoint(e)
-	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
-		return err
-	}
-	cfg, _ := validateEndpoint(in, s.guard)
-	cfg.URL = e.URL // stored as saved, even if a later rule would refuse it now
-	keys, err := s.activeKeys(ctx, id)
+	cfg, keys, err := s.savedTestFireConfig(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -143,6 +130,29 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 		return err
 	}
 	return s.render(c, http.StatusOK, endpoint.TestResultView(res))
+}
+
+// savedTestFireConfig is a saved endpoint's configuration and signing keys,
+// as a test fire of it sends them.
+func (s *Server) savedTestFireConfig(ctx context.Context, id int64) (endpointConfig, [][]byte, error) {
+	e, err := s.q.EndpointGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return endpointConfig{}, nil, notFound("endpoint")
+	}
+	if err != nil {
+		return endpointConfig{}, nil, err
+	}
+	in := inputFromEndpoint(e)
+	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
+		return endpointConfig{}, nil, err
+	}
+	cfg, _ := validateEndpoint(in, s.guard)
+	cfg.URL = e.URL // stored as saved, even if a later rule would refuse it now
+	keys, err := s.activeKeys(ctx, id)
+	if err != nil {
+		return endpointConfig{}, nil, err
+	}
+	return cfg, keys, nil
 }
 
 // activeKeys decrypts the endpoint's signing keys, newest first.

@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/latency"
 )
 
@@ -217,11 +218,32 @@ func peak(v []float64) float64 {
 
 func breakerData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.BreakerData {
 	b := components.BreakerData{State: h.State, Paused: h.Paused, Enabled: e.Enabled, DisabledReason: e.DisabledReason, Now: now}
-	if h.State == "open" && !h.Paused && h.OpenedAt != nil {
-		t := h.OpenedAt.Add(time.Duration(h.CooldownSeconds) * time.Second)
-		b.NextProbe = &t
+	b.NextProbe = nextProbeAt(h)
+	return b
+}
+
+// breakerHealth is the breaker package's view of a stored endpoint_health
+// row.
+func breakerHealth(h db.EndpointHealth) breaker.Health {
+	b := breaker.Health{State: breaker.State(h.State), ConsecutiveFailures: int(h.ConsecutiveFailures),
+		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, Paused: h.Paused}
+	if h.OpenedAt != nil {
+		b.OpenedAt = *h.OpenedAt
 	}
 	return b
+}
+
+// nextProbeAt is when the worker will probe an open breaker, nil when no
+// probe is scheduled (closed, half open, or paused by an operator).
+func nextProbeAt(h db.EndpointHealth) *time.Time {
+	if h.OpenedAt == nil { // not open, or a row no breaker transition wrote
+		return nil
+	}
+	t := breaker.DefaultPolicy().NextProbeAt(breakerHealth(h))
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // endpointHost is what the dashboard may show of an endpoint's URL: the

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookline/hookline/db"
 )
 
 // TestEndpointsSlowRowShowsRecentP95: a row flagged slow by its last 10
@@ -37,5 +40,29 @@ func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
 	}
 	if n := doc.Find(row(daily) + " [data-testid=recent-p95]").Length(); n != 0 {
 		t.Fatalf("the row flagged by its 24 h P95 shows the 10-minute one too")
+	}
+}
+
+// TestNextProbeAt: the dashboard's "next probe" is the breaker package's.
+func TestNextProbeAt(t *testing.T) {
+	opened := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		h    db.EndpointHealth
+		want *time.Time
+	}{
+		{"open: opened plus its cooldown", db.EndpointHealth{State: "open", OpenedAt: &opened, CooldownSeconds: 1200}, func() *time.Time { t := opened.Add(20 * time.Minute); return &t }()},
+		{"paused: no automatic probe", db.EndpointHealth{State: "open", Paused: true, OpenedAt: &opened, CooldownSeconds: 300}, nil},
+		{"half open: a probe is in flight", db.EndpointHealth{State: "half_open", OpenedAt: &opened, CooldownSeconds: 300}, nil},
+		{"closed", db.EndpointHealth{State: "closed", CooldownSeconds: 300}, nil},
+		{"open without an opening time", db.EndpointHealth{State: "open", CooldownSeconds: 300}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := nextProbeAt(tt.h)
+			if (got == nil) != (tt.want == nil) || (got != nil && !got.Equal(*tt.want)) {
+				t.Fatalf("nextProbeAt = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

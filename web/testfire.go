@@ -4,21 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/request"
 	"github.com/hookline/hookline/worker/sender"
-	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
@@ -32,52 +29,77 @@ const testEventType = "hookline.test"
 func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte) endpoint.TestResult {
 	now := s.now()
 	id, _ := uuid.NewV7()
-	sample := postback.SampleValues(id.String(), now)
-	req := sender.Request{Method: cfg.Method, Header: http.Header{}, Timeout: time.Duration(cfg.TimeoutMs) * time.Millisecond,
-		SuccessBodyContains: cfg.SuccessBodyContains}
-	for name, v := range cfg.Headers {
-		req.Header.Set(name, v)
-	}
 	var res endpoint.TestResult
-	switch cfg.Kind {
-	case "postback":
-		sample.EventType = testEventType
-		sample.Payload["test"] = json.RawMessage("true")
-		t, err := postback.Parse(cfg.URL)
-		if err != nil {
-			res.Outcome, res.Class, res.Error = "permanent", "invalid_request", err.Error()
-			res.Verdicts = s.verdicts(ctx, cfg.URL)
-			return res
+	req, err := testFireRequest(cfg, keys, testFireEvent(cfg.Kind, id.String(), now), now)
+	if err != nil {
+		// Nothing is sent, but where it would go is known: the template's
+		// host.
+		res.Outcome, res.Class, res.Error = string(sender.Permanent), "missing_field", err.Error()
+		var terr templateError
+		if errors.As(err, &terr) {
+			res.Class = sender.ClassInvalidRequest
 		}
-		u, err := t.Render(sample)
-		if err != nil {
-			// Nothing is sent, but where it would go is known: the
-			// template's host.
-			res.Outcome, res.Class, res.Error = "permanent", "missing_field", err.Error()
-			res.Verdicts = s.verdicts(ctx, cfg.URL)
-			return res
-		}
-		req.URL = u
-	default:
-		body := map[string]any{"test": true, "message": "hookline test event: safe to ignore", "sent_at": now.UTC().Format(time.RFC3339)}
-		for k, v := range sample.Payload {
-			body[k] = v
-		}
-		b, _ := json.Marshal(body)
-		req.URL, req.Body = cfg.URL, b
-		req.Header.Set("Content-Type", "application/json")
-		if len(keys) == 0 { // an unsaved endpoint: sign with a throwaway key to show the headers
-			keys = [][]byte{[]byte("hookline-test-fire-unsaved-key-0")}
-		}
-		signing.Headers(req.Header, keys, id.String(), now, b)
+		res.Verdicts = s.verdicts(ctx, cfg.URL)
+		return res
 	}
-	res.Request = requestText(req, s.cfg.Version)
+	res.Request = req.Exact("hookline/" + s.cfg.Version).String()
 	res.Verdicts = s.verdicts(ctx, req.URL)
-	r := s.send.Send(ctx, req)
+	r := s.send.Send(ctx, req.Request)
 	res.Outcome, res.Class, res.StatusCode = string(r.Outcome), r.ErrorClass, r.StatusCode
 	res.DurationMs = float64(r.Duration) / float64(time.Millisecond)
 	res.Error, res.Excerpt, res.RemoteAddr = r.Error, r.Excerpt, r.RemoteAddr
 	return res
+}
+
+// testFireEvent is the sample event a test fire sends: the postback
+// presets' sample values, marked as a test.
+func testFireEvent(kind, id string, now time.Time) request.Event {
+	sample := postback.SampleValues(id, now)
+	var payload []byte
+	if kind == request.KindPostback {
+		sample.Payload["test"] = json.RawMessage("true")
+		payload, _ = json.Marshal(sample.Payload)
+	} else {
+		body := map[string]any{"test": true, "message": "hookline test event: safe to ignore", "sent_at": now.UTC().Format(time.RFC3339)}
+		for k, v := range sample.Payload {
+			body[k] = v
+		}
+		payload, _ = json.Marshal(body)
+	}
+	return request.Event{ID: id, Type: testEventType, Payload: payload, Attempt: sample.Attempt}
+}
+
+// templateError is a postback template that does not parse: an invalid
+// request rather than a missing field.
+type templateError struct{ err error }
+
+func (e templateError) Error() string { return e.err.Error() }
+func (e templateError) Unwrap() error { return e.err }
+
+// testFireRequest builds the request a test fire sends for a (saved or not
+// yet saved) endpoint configuration, with the builder the worker uses.
+func testFireRequest(cfg endpointConfig, keys [][]byte, ev request.Event, now time.Time) (request.Request, error) {
+	ep := request.Endpoint{
+		Kind:                cfg.Kind,
+		URL:                 cfg.URL,
+		Method:              cfg.Method,
+		Header:              http.Header{},
+		TimeoutMs:           cfg.TimeoutMs,
+		SuccessBodyContains: cfg.SuccessBodyContains,
+	}
+	for name, v := range cfg.Headers {
+		ep.Header.Set(name, v)
+	}
+	if cfg.Kind == request.KindPostback {
+		t, err := postback.Parse(cfg.URL)
+		if err != nil {
+			return request.Request{}, templateError{err}
+		}
+		ep.Template = t
+	} else if len(keys) == 0 { // an unsaved endpoint: sign with a throwaway key to show the headers
+		keys = [][]byte{[]byte("hookline-test-fire-unsaved-key-0")}
+	}
+	return request.Build(ep, keys, ev, now)
 }
 
 // verdicts resolves the URL's host and asks the guard about every address.
@@ -119,28 +141,4 @@ func reasonOf(err error) string {
 		return be.Reason
 	}
 	return err.Error()
-}
-
-// requestText renders the request as sent, for the test fire panel.
-func requestText(r sender.Request, version string) string {
-	var b strings.Builder
-	method := r.Method
-	if method == "" {
-		method = "GET"
-	}
-	fmt.Fprintf(&b, "%s %s\n", method, r.URL)
-	h := r.Header.Clone()
-	h.Set("User-Agent", "hookline/"+version)
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(h[k], ", "))
-	}
-	if len(r.Body) > 0 {
-		fmt.Fprintf(&b, "\n%s\n", r.Body)
-	}
-	return b.String()
 }

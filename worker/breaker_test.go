@@ -42,21 +42,25 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	}
 	before := e.count("SELECT sum(attempt_count) FROM deliveries")
 	clk.Advance(10 * time.Second)
-	time.Sleep(150 * time.Millisecond)
+	e.claimsNothing("breaker open", w)
 	if rcv.count.Load() != 3 || e.count("SELECT sum(attempt_count) FROM deliveries") != before {
 		t.Fatal("an open breaker's deliveries were claimed")
 	}
 
 	// Cooldown over: exactly one probe, which fails → cooldown doubles.
 	clk.Advance(300 * time.Second)
+	claimed := w.claimedRows.Load()
 	w.probe(ctx, ctx)
 	w.probe(ctx, ctx) // a second pass (or replica) must not send another probe
+	if n := w.claimedRows.Load() - claimed; n != 1 {
+		t.Fatalf("two probe passes claimed %d deliveries, want exactly one probe", n)
+	}
 	e.waitFor("probe", func() bool { return rcv.count.Load() == 4 })
 	e.waitFor("reopened", func() bool { return e.health(epID).State == "open" })
 	if h := e.health(epID); h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {
 		t.Fatalf("after failed probe: %+v", h)
 	}
-	time.Sleep(100 * time.Millisecond)
+	e.claimsNothing("reopened after the probe", w)
 	if rcv.count.Load() != 4 {
 		t.Fatalf("more than one probe: %d requests", rcv.count.Load())
 	}
@@ -125,30 +129,30 @@ func TestHealthRowWrittenOnlyWhenItMatters(t *testing.T) {
 	}
 
 	s := newHealthState(p, row(0, t0))
-	s.apply(p, ok(t0.Add(300*time.Millisecond)), t0)
-	s.apply(p, ok(t0.Add(900*time.Millisecond)), t0)
+	s.apply(p, ok(t0.Add(300*time.Millisecond)))
+	s.apply(p, ok(t0.Add(900*time.Millisecond)))
 	if s.needsWrite() {
 		t.Error("successes within a second of the stored one were written")
 	}
-	s.apply(p, ok(t0.Add(time.Second)), t0)
+	s.apply(p, ok(t0.Add(time.Second)))
 	if !s.needsWrite() {
 		t.Error("last_success_at a second stale was not written")
 	}
 
 	s = newHealthState(p, row(3, t0))
-	s.apply(p, ok(t0.Add(time.Millisecond)), t0)
+	s.apply(p, ok(t0.Add(time.Millisecond)))
 	if !s.needsWrite() {
 		t.Error("a success that resets consecutive failures was not written")
 	}
 
 	s = newHealthState(p, row(0, t0))
-	s.apply(p, fail(t0.Add(time.Millisecond)), t0)
+	s.apply(p, fail(t0.Add(time.Millisecond)))
 	if !s.needsWrite() {
 		t.Error("a failure was not written")
 	}
 
 	s = newHealthState(p, db.EndpointHealthLockRow{State: "closed", CooldownSeconds: 300, FailureThreshold: 10})
-	s.apply(p, ok(t0), t0)
+	s.apply(p, ok(t0))
 	if !s.needsWrite() {
 		t.Error("the first success ever was not written")
 	}

@@ -48,6 +48,8 @@ func (w *Worker) claimLoop(ctx context.Context) {
 				}
 			default:
 				failures = 0
+				w.claimedRows.Add(int64(len(rows)))
+				w.claimPasses.Add(1)
 				at := time.Now()
 				w.busy.Add(int64(len(rows)))
 				for i := range rows {

@@ -163,7 +163,6 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			continue
 		}
 		attemptNo := d.AttemptCount + 1
-		excerpt := redact(r.Excerpt, o.redact)
 		attempts = append(attempts, db.AttemptInsertParams{
 			DeliveryID:      d.ID,
 			EndpointID:      d.EndpointID,
@@ -174,7 +173,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			StatusCode:      nonZero(int32(r.StatusCode)),
 			ErrorClass:      nonEmpty(r.ErrorClass),
 			Error:           nonEmpty(r.Error),
-			ResponseExcerpt: nonEmpty(excerpt),
+			ResponseExcerpt: nonEmpty(r.Excerpt),
 		})
 		status, next := w.nextState(o, attemptNo, now)
 		done.Ids = append(done.Ids, d.ID)
@@ -230,7 +229,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 				return fmt.Errorf("release deliveries: %w", err)
 			}
 		}
-		if err := w.applyBreaker(ctx, q, batch, applied, now); err != nil {
+		if err := w.applyBreaker(ctx, q, batch, applied); err != nil {
 			return err
 		}
 		for id, reason := range gone {
@@ -295,7 +294,7 @@ func countsForBreaker(o *outcome) bool {
 // applyBreaker folds a batch's outcomes into each endpoint's breaker, under
 // the health rows' locks (taken in endpoint order). Results whose delivery
 // update was fenced off (stale) do not count.
-func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool, now time.Time) error {
+func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool) error {
 	var ids []int64
 	for i := range batch {
 		o := &batch[i]
@@ -331,7 +330,7 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcom
 		if !countsForBreaker(o) {
 			continue
 		}
-		s.apply(w.breaker, o, now)
+		s.apply(w.breaker, o)
 	}
 	return writeHealth(ctx, q, states, w.dbNow())
 }
@@ -406,25 +405,15 @@ func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 	return s
 }
 
-// apply folds one outcome in. While half-open only the probe's result moves
-// the breaker; a late success of an earlier send also closes it (the
-// partner answered), a late failure does not reopen it.
-func (s *healthState) apply(p breaker.Policy, o *outcome, now time.Time) {
+// apply folds one outcome in (the rules are breaker.Policy.Record's). The
+// probe is over once its own result is in, or once a success closed the
+// breaker.
+func (s *healthState) apply(p breaker.Policy, o *outcome) {
 	ok := o.res.Outcome == sender.OK
 	isProbe := s.probeID != 0 && o.d.ID == s.probeID
-	switch {
-	case ok:
-		s.h = p.Success(s.h, o.finished)
-		if isProbe || s.h.State == breaker.Closed {
-			s.probeID = 0
-		}
-	case s.h.State == breaker.HalfOpen && !isProbe:
-		s.h.LastFailureAt = laterOf(s.h.LastFailureAt, o.finished)
-	default:
-		s.h = p.Failure(s.h, s.threshold, o.finished)
-		if isProbe {
-			s.probeID = 0
-		}
+	s.h = p.Record(s.h, s.threshold, ok, isProbe, o.finished)
+	if isProbe || (ok && s.h.State == breaker.Closed) {
+		s.probeID = 0
 	}
 }
 
@@ -457,24 +446,6 @@ func writeHealth(ctx context.Context, q *db.Queries, states map[int64]*healthSta
 		return fmt.Errorf("write endpoint health: %w", err)
 	}
 	return nil
-}
-
-// redact replaces postback values echoed back by the partner (click ids,
-// transaction ids) in the response excerpt we store.
-func redact(excerpt string, values []string) string {
-	for _, v := range values {
-		if v != "" {
-			excerpt = strings.ReplaceAll(excerpt, v, "…")
-		}
-	}
-	return excerpt
-}
-
-func laterOf(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 func deref(t *time.Time) time.Time {

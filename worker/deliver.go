@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/request"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/signing"
 )
@@ -30,9 +30,6 @@ type outcome struct {
 	d        claimed
 	res      sender.Result
 	finished time.Time
-	// redact lists values (postback macro values) that must not appear in
-	// the stored response excerpt.
-	redact []string
 }
 
 // sent reports whether the attempt touched the network, so its duration is
@@ -56,44 +53,43 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		o.finished = w.now()
 		return o
 	}
-	req := sender.Request{
+	ep := request.Endpoint{
+		Kind:                d.Kind,
+		URL:                 d.URL,
 		Method:              d.Method,
-		Header:              custom.Clone(),
-		Timeout:             time.Duration(d.TimeoutMs) * time.Millisecond,
+		Header:              custom,
+		TimeoutMs:           d.TimeoutMs,
 		SuccessBodyContains: d.SuccessBodyContains,
 	}
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
-	switch d.Kind {
-	case "postback":
-		url, values, err := w.renderPostback(d, now)
-		if err != nil {
-			class := sender.ClassInvalidRequest
-			var missing *postback.MissingFieldError
-			if errors.As(err, &missing) {
-				class = classMissingField
-			}
-			o.res = failed(now, sender.Permanent, class, err.Error())
-			o.finished = w.now()
-			return o
-		}
-		req.URL = url
-		o.redact = values
-	default: // webhook
-		keys, err := w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
+	var keys [][]byte
+	if d.Kind == request.KindPostback {
+		ep.Template, _ = w.template(d.URL) // nil when it does not parse: Build says why
+	} else {
+		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
 		if err != nil {
 			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
 			o.res = failed(now, sender.Transient, classSigning, "signing secret unavailable: "+err.Error())
 			o.finished = w.now()
 			return o
 		}
-		req.URL = d.URL
-		req.Body = d.Payload
-		req.Header.Set("Content-Type", "application/json")
-		signing.Headers(req.Header, keys, d.EventID.String(), now, d.Payload)
 	}
-	o.res = w.send.Send(ctx, req)
+	req, err := request.Build(ep, keys, request.Event{
+		ID:      d.EventID.String(),
+		Type:    d.EventType,
+		Payload: d.Payload,
+		Attempt: int(d.AttemptCount) + 1,
+	}, now)
+	if err != nil {
+		class := sender.ClassInvalidRequest
+		var missing *postback.MissingFieldError
+		if errors.As(err, &missing) {
+			class = classMissingField
+		}
+		o.res = failed(now, sender.Permanent, class, err.Error())
+		o.finished = w.now()
+		return o
+	}
+	o.res = w.send.Send(ctx, req.Request)
 	o.finished = w.now()
 	return o
 }
@@ -135,39 +131,6 @@ func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.H
 type headerEntry struct {
 	stored string
 	header http.Header // never modified
-}
-
-// renderPostback builds a postback URL; it returns the substituted payload
-// values so they can be kept out of the stored response excerpt.
-func (w *Worker) renderPostback(d claimed, now time.Time) (string, []string, error) {
-	t, err := w.template(d.URL)
-	if err != nil {
-		return "", nil, fmt.Errorf("postback template: %w", err)
-	}
-	fields, err := postback.PayloadFields(d.Payload)
-	if err != nil {
-		return "", nil, fmt.Errorf("payload: %w", err)
-	}
-	url, err := t.Render(postback.Values{
-		EventID:   d.EventID.String(),
-		EventType: d.EventType,
-		Timestamp: now,
-		Attempt:   int(d.AttemptCount) + 1,
-		Payload:   fields,
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	var values []string
-	for _, m := range t.Macros() {
-		if raw, ok := fields[m]; ok {
-			v := strings.Trim(string(raw), `"`)
-			if len(v) >= 3 {
-				values = append(values, v)
-			}
-		}
-	}
-	return url, values, nil
 }
 
 func (w *Worker) template(s string) (*postback.Template, error) {

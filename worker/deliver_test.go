@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/signing"
 )
 
@@ -71,7 +72,9 @@ func TestDeliversPostbacks(t *testing.T) {
 		t.Fatalf("request %s %s, want GET %s", got.Method, got.URL, want)
 	}
 	var excerpt string
-	e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt)
+	if err := e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(excerpt, "abc") || !strings.Contains(excerpt, "OK conversion") {
 		t.Fatalf("click id not redacted from the stored excerpt: %q", excerpt)
 	}
@@ -121,5 +124,54 @@ func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
 	}
 	if n := rcv.count.Load(); n != 0 {
 		t.Fatalf("receiver got %d requests", n)
+	}
+}
+
+// TestGivenBoxOpensSecrets: a process builds one secret box and hands it to
+// the worker; no key of its own is needed.
+func TestGivenBoxOpensSecrets(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	_, secret := e.endpoint(endpointOpts{url: rcv.URL + "/hook"})
+	e.events(1, "order.created", `{"n":1}`)
+	box, err := secretbox.New(masterKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.worker(func(c *Config) { c.SecretKey, c.Box = nil, box }))
+	e.waitFor("delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 1 })
+	key, err := signing.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rcv.all()[0]
+	if err := signing.Verify(key, r.Header, r.Body, time.Now(), time.Hour); err != nil || r.Header.Get("X-Custom") != "yes" {
+		t.Fatalf("signature %v, headers %v", err, r.Header)
+	}
+}
+
+// TestPostbackPathValueRedacted: a value rendered into the URL's path, which
+// the query's redaction cannot see, is kept out of the stored excerpt and
+// error too when the tracker echoes it back.
+func TestPostbackPathValueRedacted(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte("unknown click " + strings.TrimPrefix(r.URL.Path, "/pb/")))
+	})
+	e.endpoint(endpointOpts{kind: "postback", url: rcv.URL + "/pb/{click_id}"})
+	ids := e.events(1, "conversion.approved", `{"click_id":"clk-path-7781"}`)
+	e.run(e.worker(nil))
+	e.waitFor("dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1 })
+	var excerpt string
+	if err := e.pool.QueryRow(context.Background(), "SELECT response_excerpt FROM delivery_attempts").Scan(&excerpt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(excerpt, "clk-path") || !strings.Contains(excerpt, "unknown click") {
+		t.Fatalf("stored excerpt %q", excerpt)
+	}
+	if d := e.delivery(ids[0]); strings.Contains(*d.LastError, "clk-path") {
+		t.Fatalf("stored error %q", *d.LastError)
 	}
 }

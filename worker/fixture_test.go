@@ -291,6 +291,28 @@ func (e *env) waitFor(what string, cond func() bool) {
 	}
 }
 
+// claimsNothing waits until each worker has completed two claim passes
+// after the call, the second of them begun after the call, and fails the
+// test if any of them (or a breaker probe) took a delivery. It is how a test
+// proves that nothing is due: the worker looked, under the current clock,
+// and found nothing, which a sleep cannot show on a slow machine.
+func (e *env) claimsNothing(what string, workers ...*Worker) {
+	e.t.Helper()
+	rows := make([]int64, len(workers))
+	passes := make([]int64, len(workers))
+	for i, w := range workers {
+		rows[i], passes[i] = w.claimedRows.Load(), w.claimPasses.Load()
+	}
+	for i, w := range workers {
+		e.waitFor(what+": two claim passes", func() bool { return w.claimPasses.Load() >= passes[i]+2 })
+	}
+	for i, w := range workers {
+		if n := w.claimedRows.Load() - rows[i]; n != 0 {
+			e.t.Fatalf("%s: a worker claimed %d deliveries", what, n)
+		}
+	}
+}
+
 func (e *env) count(query string, args ...any) int {
 	e.t.Helper()
 	var n int

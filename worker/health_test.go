@@ -25,13 +25,13 @@ func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
 	w := e.worker(func(c *Config) { c.Now = clk.Now })
 	e.run(w)
 	e.waitFor("the burst", func() bool { return rcv.count.Load() == 5 })
-	time.Sleep(300 * time.Millisecond) // many claim cycles: no token, no send
+	e.claimsNothing("clock frozen after the burst", w) // no token, no send
 	if got := rcv.count.Load(); got != 5 {
 		t.Fatalf("%d sends with the clock frozen, want the burst of 5", got)
 	}
 	clk.Advance(time.Second)
 	e.waitFor("one second's worth", func() bool { return rcv.count.Load() >= 10 })
-	time.Sleep(300 * time.Millisecond)
+	e.claimsNothing("clock frozen after one second", w)
 	// The bucket refills to its burst (5) at most: a second of 20/s is
 	// capped by the bucket size.
 	if got := rcv.count.Load(); got != 10 {
@@ -63,7 +63,7 @@ func TestRateLimitSplitAcrossReplicas(t *testing.T) {
 	e.run(a)
 	e.run(b)
 	e.waitFor("both bursts", func() bool { return rcv.count.Load() == 8 })
-	time.Sleep(300 * time.Millisecond)
+	e.claimsNothing("clock frozen after both bursts", a, b)
 	if got := rcv.count.Load(); got != 8 {
 		t.Fatalf("%d sends across two replicas with the clock frozen, want 8 (4 each)", got)
 	}

@@ -32,8 +32,16 @@ func (e *env) alive(w *Worker) (kill func()) {
 	var once sync.Once
 	kill = func() {
 		once.Do(func() {
+			key := w.lockKey.Load()
 			cancel()
 			wg.Wait()
+			// The server releases the lock when it has processed the
+			// closed session, a moment after the client returns: wait
+			// until it is observably free, as it is after a real death.
+			e.waitFor("the liveness lock released", func() bool {
+				return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1
+					AND classid::bigint = $1 AND objid::bigint = $2`, int64(uint32(key>>32)), int64(uint32(key))) == 0
+			})
 		})
 	}
 	e.t.Cleanup(kill)

@@ -174,6 +174,7 @@ func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 		}
 		return
 	}
+	w.claimedRows.Add(int64(len(rows)))
 	for _, r := range rows {
 		w.log.Info("sending breaker probe", "endpoint_id", r.EndpointID, "delivery_id", r.ID)
 		w.dispatch(sendCtx, claimed(r))

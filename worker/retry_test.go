@@ -43,7 +43,7 @@ func TestTransientFailuresBackOffUntilDead(t *testing.T) {
 			t.Fatalf("after attempt %d next_attempt_at = %s, want %s", n+1, d.NextAttemptAt, want)
 		}
 		clk.Advance(gap - time.Second)
-		time.Sleep(100 * time.Millisecond) // several poll cycles: nothing may be sent early
+		e.claimsNothing("a second before the retry", w) // nothing may be sent early
 		if got := rcv.count.Load(); got != int64(n+1) {
 			t.Fatalf("retry %d sent %s early", n+1, time.Second)
 		}
@@ -118,7 +118,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		t.Fatalf("endpoint not paused until Retry-After: %v", h.PausedUntil)
 	}
 	clk.Advance(6 * time.Second)
-	time.Sleep(100 * time.Millisecond)
+	e.claimsNothing("before Retry-After", w)
 	if rcv.count.Load() != 1 {
 		t.Fatal("retried before Retry-After")
 	}

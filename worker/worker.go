@@ -7,8 +7,8 @@
 // state change that could race is a conditional update.
 //
 // The policies it applies are the pure packages beside it (backoff, breaker,
-// ratelimit, latency, signing, postback, ssrf, sender); this package is the
-// loop that wires them to the database.
+// ratelimit, latency, signing, postback, ssrf, sender, request); this
+// package is the loop that wires them to the database.
 package worker
 
 import (
@@ -33,10 +33,14 @@ import (
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
-// Config wires a Worker. Pool, SecretKey and Guard are required.
+// Config wires a Worker. Pool, Guard, and Box or SecretKey are required.
 type Config struct {
-	Pool      *pgxpool.Pool
-	SecretKey []byte // decrypts endpoint signing secrets
+	Pool *pgxpool.Pool
+	// Box opens endpoint signing secrets and custom headers. A process
+	// builds it once and gives the same one to the web server and the
+	// worker; when nil it is built from SecretKey.
+	Box       *secretbox.Box
+	SecretKey []byte
 	Guard     *ssrf.Guard
 	UserAgent string
 
@@ -116,6 +120,12 @@ type Worker struct {
 	metrics  *Metrics
 
 	busy atomic.Int64 // claimed deliveries not yet sent and recorded: queued or in flight
+	// claimPasses counts claim statements that completed, and claimedRows
+	// the deliveries they and the breaker probes took (always updated
+	// first). They make "the worker looked and took nothing" observable:
+	// tests wait for passes instead of sleeping.
+	claimPasses atomic.Int64
+	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
 	queue    chan queued
@@ -147,9 +157,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Guard == nil && cfg.Sender == nil {
 		return nil, errors.New("worker: Guard is required")
 	}
-	box, err := secretbox.New(cfg.SecretKey, nil)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+	box := cfg.Box
+	if box == nil {
+		var err error
+		if box, err = secretbox.New(cfg.SecretKey, nil); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
 	}
 	setDefault(&cfg.Concurrency, 256)
 	setDefault(&cfg.ClaimBatch, 256)

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/hookline/hookline/worker/latency"
 )
 
 // State is the breaker state as stored in endpoint_health.state.
@@ -85,13 +87,15 @@ type Policy struct {
 	MinSamples int
 }
 
-// Defaults from DESIGN §6 and §7.
+// Defaults from DESIGN §6 and §7. What counts as slow, and on how much
+// evidence, is the latency package's: the dashboard's "critical" flag and
+// the lowered threshold must never disagree.
 const (
 	DefaultBaseCooldown = 300 * time.Second
 	DefaultMaxCooldown  = 3600 * time.Second
 	DefaultMinThreshold = 3
-	DefaultSlowP95      = 5 * time.Second
-	DefaultMinSamples   = 20
+	DefaultSlowP95      = latency.CriticalP95
+	DefaultMinSamples   = latency.MinSamples
 )
 
 // DefaultPolicy returns the policy of DESIGN §6: cooldown 300 s doubling up
@@ -207,6 +211,24 @@ func (p Policy) Failure(h Health, threshold int, now time.Time) Health {
 		h.Cooldown = min(2*h.Cooldown, p.MaxCooldown)
 	}
 	return h
+}
+
+// Record folds in one attempt that counts toward the breaker, finished at
+// at: Success when ok, otherwise Failure with threshold. probe says whether
+// the attempt was the probe of a HalfOpen breaker. While HalfOpen only the
+// probe's failure reopens it: a failure of a send that started before the
+// probe is only noted in LastFailureAt, since the probe is the one question
+// being asked. Any success closes it (the partner answered).
+func (p Policy) Record(h Health, threshold int, ok, probe bool, at time.Time) Health {
+	switch {
+	case ok:
+		return p.Success(h, at)
+	case h.State == HalfOpen && !probe:
+		h.LastFailureAt = later(h.LastFailureAt, at)
+		return h
+	default:
+		return p.Failure(h, threshold, at)
+	}
 }
 
 // ProbeDue reports whether a probe should be sent at now: the breaker is

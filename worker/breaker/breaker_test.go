@@ -293,6 +293,64 @@ func TestSuccess(t *testing.T) {
 	}
 }
 
+// TestRecord: one attempt's result, probe or not, in every state.
+func TestRecord(t *testing.T) {
+	p := DefaultPolicy()
+	opened := t0.Add(-time.Minute)
+	earlier := t0.Add(-time.Hour)
+	now := t0
+	halfOpen := Health{State: HalfOpen, ConsecutiveFailures: 12, OpenedAt: opened, Cooldown: 600 * time.Second, LastFailureAt: earlier}
+	tests := []struct {
+		name      string
+		h         Health
+		ok, probe bool
+		want      Health
+	}{
+		{
+			name: "closed success",
+			h:    Health{State: Closed, ConsecutiveFailures: 2, Cooldown: base},
+			ok:   true,
+			want: Health{State: Closed, Cooldown: base, LastSuccessAt: now},
+		},
+		{
+			name: "closed failure at the threshold opens",
+			h:    Health{State: Closed, ConsecutiveFailures: 2, Cooldown: base},
+			want: Health{State: Open, ConsecutiveFailures: 3, OpenedAt: now, Cooldown: base, LastFailureAt: now},
+		},
+		{
+			name:  "failed probe reopens with the cooldown doubled",
+			h:     halfOpen,
+			probe: true,
+			want:  Health{State: Open, ConsecutiveFailures: 13, OpenedAt: now, Cooldown: 1200 * time.Second, LastFailureAt: now},
+		},
+		{
+			name: "a late failure while half open is only noted",
+			h:    halfOpen,
+			want: Health{State: HalfOpen, ConsecutiveFailures: 12, OpenedAt: opened, Cooldown: 600 * time.Second, LastFailureAt: now},
+		},
+		{
+			name: "a late success while half open closes",
+			h:    halfOpen,
+			ok:   true,
+			want: Health{State: Closed, Cooldown: base, LastSuccessAt: now, LastFailureAt: earlier},
+		},
+		{
+			name:  "successful probe closes",
+			h:     halfOpen,
+			ok:    true,
+			probe: true,
+			want:  Health{State: Closed, Cooldown: base, LastSuccessAt: now, LastFailureAt: earlier},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.Record(tt.h, 3, tt.ok, tt.probe, now); got != tt.want {
+				t.Fatalf("Record(%+v, ok=%t, probe=%t)\n got  %+v\n want %+v", tt.h, tt.ok, tt.probe, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestProbeDue(t *testing.T) {
 	p := DefaultPolicy()
 	open := Health{State: Open, ConsecutiveFailures: 10, OpenedAt: t0, Cooldown: base}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
@@ -16,6 +17,40 @@ import (
 
 	"github.com/hookline/hookline/worker/ssrf"
 )
+
+// verdict is what an HTTP answer means for the delivery.
+type verdict struct {
+	outcome    Outcome
+	class      string // "" when OK
+	retryAfter bool   // the answer's Retry-After is honoured
+}
+
+// classify maps a receiver's status code to DESIGN §4. bodyMatched is
+// whether the body held the endpoint's success text (true when none is
+// set); it matters only for a 2xx.
+func classify(code int, bodyMatched bool) verdict {
+	switch {
+	case code >= 200 && code < 300:
+		if !bodyMatched {
+			return verdict{outcome: Permanent, class: ClassBodyMismatch}
+		}
+		return verdict{outcome: OK}
+	case code >= 300 && code < 400:
+		return verdict{outcome: Permanent, class: ClassRedirect}
+	case code == http.StatusGone:
+		return verdict{outcome: Gone, class: ClassHTTPStatus}
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly:
+		return verdict{outcome: Transient, class: ClassHTTPStatus}
+	case code == http.StatusTooManyRequests, code == http.StatusServiceUnavailable:
+		return verdict{outcome: Transient, class: ClassHTTPStatus, retryAfter: true}
+	case code >= 500 && code < 600:
+		return verdict{outcome: Transient, class: ClassHTTPStatus}
+	default:
+		// Other 4xx, and anything outside the registry (101, 6xx...):
+		// repeating the same request will not change the answer.
+		return verdict{outcome: Permanent, class: ClassHTTPStatus}
+	}
+}
 
 // classifyError maps a failed exchange to DESIGN §4. Messages are built
 // from known parts rather than taken from err.Error(), because net/http's
@@ -160,10 +195,13 @@ func innermost(err error) string {
 // redactor removes what must never be stored or shown (DESIGN §2, §12)
 // from Result.Error and Result.Excerpt: the URL's query and each of its
 // values (postback click ids, transaction ids, payouts, which trackers like
-// to echo back: "duplicate txid ..."), and a custom Host header.
+// to echo back: "duplicate txid ..."), a custom Host header, and the
+// caller's further values (Request.Redact). It is the one redactor of
+// response text; postback.Redact is the one for URLs.
 type redactor struct {
-	query string
-	host  string
+	query  string
+	host   string
+	values []string
 }
 
 // minRedacted is the shortest query value redacted on its own: shorter
@@ -176,6 +214,9 @@ func (r redactor) redact(msg string) string {
 	}
 	msg = replace(msg, r.query)
 	msg = replace(msg, r.host)
+	for _, v := range r.values {
+		msg = replace(msg, v)
+	}
 	for q := r.query; q != ""; {
 		var part string
 		part, q, _ = strings.Cut(q, "&")

@@ -85,6 +85,10 @@ type Request struct {
 	// bytes of a 2xx body for the attempt to count as delivered
 	// (case-sensitive: trackers answer 200 with "duplicate" or "error").
 	SuccessBodyContains string
+	// Redact lists further values kept out of Result.Error and Excerpt:
+	// event values rendered into a postback URL's path, where the query's
+	// redaction cannot see them.
+	Redact []string
 }
 
 // Result describes one attempt. Error and Excerpt are safe to store, log
@@ -271,7 +275,7 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		fail(res, Permanent, ClassInvalidRequest, msg)
 		return
 	}
-	red := redactor{query: req.URL.RawQuery}
+	red := redactor{query: req.URL.RawQuery, values: r.Redact}
 	if req.Host != req.URL.Host {
 		red.host = req.Host
 	}
@@ -304,36 +308,29 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	res.Excerpt = excerpt(body)
 
 	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		if r.SuccessBodyContains != "" && !bytes.Contains(body, []byte(r.SuccessBodyContains)) {
-			if readErr != nil {
-				// The match may have been in the part that never came.
-				classifyError(res, readErr, parent, ctx, timeout)
-				return
-			}
-			fail(res, Permanent, ClassBodyMismatch, statusText(code)+": body does not contain the expected text")
-			return
-		}
-		// A 2xx status is the receiver's commitment; a body that then
-		// stalls or breaks does not undo it, and retrying would only
-		// deliver twice.
+	matched := r.SuccessBodyContains == "" || bytes.Contains(body, []byte(r.SuccessBodyContains))
+	if !matched && readErr != nil && code >= 200 && code < 300 {
+		// The match may have been in the part that never came.
+		classifyError(res, readErr, parent, ctx, timeout)
+		return
+	}
+	// A 2xx status is the receiver's commitment; a body that then stalls
+	// or breaks does not undo it, and retrying would only deliver twice.
+	v := classify(code, matched)
+	if v.outcome == OK {
 		res.Outcome = OK
-	case code >= 300 && code < 400:
-		fail(res, Permanent, ClassRedirect, redirectMessage(resp))
-	case code == http.StatusGone:
-		fail(res, Gone, ClassHTTPStatus, statusText(code))
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly:
-		fail(res, Transient, ClassHTTPStatus, statusText(code))
-	case code == http.StatusTooManyRequests, code == http.StatusServiceUnavailable:
-		fail(res, Transient, ClassHTTPStatus, statusText(code))
+		return
+	}
+	text := statusText(code)
+	switch v.class {
+	case ClassRedirect:
+		text = redirectMessage(resp)
+	case ClassBodyMismatch:
+		text += ": body does not contain the expected text"
+	}
+	fail(res, v.outcome, v.class, text)
+	if v.retryAfter {
 		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.now())
-	case code >= 500 && code < 600:
-		fail(res, Transient, ClassHTTPStatus, statusText(code))
-	default:
-		// Other 4xx, and anything outside the registry (101, 6xx...):
-		// repeating the same request will not change the answer.
-		fail(res, Permanent, ClassHTTPStatus, statusText(code))
 	}
 }
 

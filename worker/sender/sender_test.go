@@ -637,7 +637,7 @@ func TestExcerpt(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	red := redactor{query: "cid=ab%2Fcd&payout=12.50&status=1&tx=TX+9", host: "vhost.internal"}
+	red := redactor{query: "cid=ab%2Fcd&payout=12.50&status=1&tx=TX+9", host: "vhost.internal", values: []string{"clk-in-path"}}
 	tests := []struct {
 		name string
 		in   string
@@ -651,6 +651,7 @@ func TestRedact(t *testing.T) {
 		{"payout", "payout 12.50 rejected", "payout … rejected"},
 		{"short values kept", "status 1", "status 1"},
 		{"host", "no route to vhost.internal", "no route to …"},
+		{"caller's value", "duplicate click clk-in-path", "duplicate click …"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -670,11 +671,16 @@ func TestParseRetryAfter(t *testing.T) {
 		{"absent", "", 0},
 		{"zero", "0", 0},
 		{"seconds", "120", 120 * time.Second},
+		{"leading zeros", "007", 7 * time.Second},
+		{"signed", "+5", 0},
 		{"negative", "-5", 0},
 		{"fraction", "1.5", 0},
 		{"garbage", "soon", 0},
 		{"http date", testNow.Add(10 * time.Minute).Format(http.TimeFormat), 10 * time.Minute},
 		{"rfc 850 date", testNow.Add(time.Minute).Format(time.RFC850), time.Minute},
+		{"asctime date", testNow.UTC().Add(time.Minute).Format(time.ANSIC), time.Minute},
+		{"non-GMT zone", testNow.Add(time.Minute).In(time.FixedZone("PST", -8*3600)).Format("Mon, 02 Jan 2006 15:04:05 MST"), 0},
+		{"ISO 8601", testNow.Add(time.Minute).UTC().Format(time.RFC3339), 0},
 		{"date in the past", testNow.Add(-time.Minute).Format(http.TimeFormat), 0},
 		{"seconds capped", "604800", maxRetryAfter},
 		{"overflow capped", "99999999999999999999999", maxRetryAfter},

@@ -1,0 +1,121 @@
+// Package request builds the one HTTP request an event becomes for an
+// endpoint: method, URL (a postback template rendered with the event's
+// values), headers (custom headers, then hookline's own, so they cannot be
+// overridden, with the Standard Webhooks signature), and body. The worker,
+// the dashboard's test fire and the event log all build through Build, so
+// what an operator is shown is what a receiver gets. It also renders the
+// request for people: the exact text, a redacted view and "copy as curl".
+//
+// It is pure: no database, no network, and the attempt's time is an input.
+package request
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+// Endpoint kinds.
+const (
+	KindWebhook  = "webhook"
+	KindPostback = "postback"
+)
+
+// Endpoint is what Build needs of an endpoint's settings.
+type Endpoint struct {
+	Kind string // KindWebhook (the default) or KindPostback
+	// URL is the webhook URL, or the postback URL template.
+	URL string
+	// Template is URL parsed, for callers that cache parsed templates;
+	// Build parses URL when it is nil.
+	Template            *postback.Template
+	Method              string      // "" means GET
+	Header              http.Header // opened custom headers; never modified
+	TimeoutMs           int32
+	SuccessBodyContains string
+}
+
+// Event is the event being delivered, and which attempt this is.
+type Event struct {
+	ID      string // sent as webhook-id, and the {event_id} macro
+	Type    string
+	Payload json.RawMessage // the exact stored JSON bytes: a webhook's body
+	Attempt int             // 1 for the first attempt
+}
+
+// Request is a built request: what the sender sends (with the payload
+// values rendered into a postback URL in Redact, since trackers echo them
+// back in their answers), plus what is needed to show it safely.
+type Request struct {
+	sender.Request
+	// template is the postback template the URL was rendered from: the
+	// redacted view shows it, since only it knows which parts are values.
+	template *postback.Template
+}
+
+// Build builds the request for ev's attempt at time now. keys sign a
+// webhook, newest first (Standard Webhooks: every key of a rotation overlap
+// signs); postbacks are not signed. A postback whose template does not parse
+// or whose payload lacks a macro's field is an error (a
+// *postback.MissingFieldError for the latter): nothing can be sent.
+func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error) {
+	r := Request{Request: sender.Request{
+		Method:              ep.Method,
+		Header:              ep.Header.Clone(),
+		Timeout:             time.Duration(ep.TimeoutMs) * time.Millisecond,
+		SuccessBodyContains: ep.SuccessBodyContains,
+	}}
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	for name := range r.Header {
+		if signing.Reserved(name) { // refused at save time too
+			delete(r.Header, name)
+		}
+	}
+	switch ep.Kind {
+	case KindPostback:
+		t := ep.Template
+		if t == nil {
+			var err error
+			if t, err = postback.Parse(ep.URL); err != nil {
+				return Request{}, fmt.Errorf("postback template: %w", err)
+			}
+		}
+		fields, err := postback.PayloadFields(ev.Payload)
+		if err != nil {
+			return Request{}, fmt.Errorf("payload: %w", err)
+		}
+		u, err := t.Render(postback.Values{
+			EventID:   ev.ID,
+			EventType: ev.Type,
+			Timestamp: now,
+			Attempt:   ev.Attempt,
+			Payload:   fields,
+		})
+		if err != nil {
+			return Request{}, err
+		}
+		r.URL = u
+		r.template = t
+		for _, m := range t.Macros() {
+			if raw, ok := fields[m]; ok {
+				if v := strings.Trim(string(raw), `"`); len(v) >= 3 {
+					r.Redact = append(r.Redact, v)
+				}
+			}
+		}
+	default:
+		r.URL = ep.URL
+		r.Body = ev.Payload
+		r.Header.Set("Content-Type", "application/json")
+		signing.Headers(r.Header, keys, ev.ID, now, ev.Payload)
+	}
+	return r, nil
+}
