@@ -32,8 +32,8 @@ func TestTestFireDestinationCheck(t *testing.T) {
 	t.Run("refused destination", func(t *testing.T) {
 		env := newEnv(t) // loopback not allowed
 		_, rows := verdicts(t, env, url.Values{"kind": {"webhook"}, "url": {"http://127.0.0.1:9/hook"}, "method": {"POST"}})
-		if len(rows) != 1 || !strings.HasPrefix(rows[0], "127.0.0.1 blocked") {
-			t.Fatalf("verdicts %q, want 127.0.0.1 blocked", rows)
+		if len(rows) != 1 || !strings.HasPrefix(rows[0], "127.0.0.1 blocked") || !strings.Contains(rows[0], "HOOKLINE_ALLOW_NETWORKS") {
+			t.Fatalf("verdicts %q, want 127.0.0.1 blocked, naming HOOKLINE_ALLOW_NETWORKS", rows)
 		}
 	})
 	t.Run("postback stopped by a missing field", func(t *testing.T) {

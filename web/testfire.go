@@ -138,6 +138,9 @@ func (s *Server) verdicts(ctx context.Context, raw string) []endpoint.Verdict {
 func reasonOf(err error) string {
 	var be *ssrf.BlockedError
 	if errors.As(err, &be) {
+		if h := be.Hint(); h != "" {
+			return be.Reason + ": " + h
+		}
 		return be.Reason
 	}
 	return err.Error()
