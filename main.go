@@ -669,12 +669,14 @@ type app struct {
 	cfg   config
 	log   *slog.Logger
 	pool  *pgxpool.Pool
+	box   *secretbox.Box // the one box: the web server and the worker share it
 	guard *ssrf.Guard
 	reg   *prometheus.Registry
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
-// the guard and the metrics registry; close releases the database.
+// the secret box, the guard and the metrics registry; close releases the
+// database.
 func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), error) {
 	if err := resolveKeys(&cfg); err != nil {
 		return nil, nil, err
@@ -696,13 +698,13 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &app{cfg: cfg, log: log, pool: pool, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
+	return &app{cfg: cfg, log: log, pool: pool, box: box, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
 	return worker.New(worker.Config{
 		Pool:          a.pool,
-		SecretKey:     a.cfg.SecretKey,
+		Box:           a.box,
 		Guard:         a.guard,
 		UserAgent:     "hookline/" + version,
 		Concurrency:   a.cfg.Concurrency,
@@ -716,7 +718,7 @@ func (a *app) worker() (*worker.Worker, error) {
 func (a *app) webServer() (*web.Server, error) {
 	return web.New(web.Config{
 		Pool:         a.pool,
-		SecretKey:    a.cfg.SecretKey,
+		Box:          a.box,
 		SessionKey:   a.cfg.SessionKey,
 		Guard:        a.guard,
 		MaxBodyBytes: a.cfg.MaxBodyBytes,

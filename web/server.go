@@ -25,8 +25,12 @@ import (
 
 // Config wires a Server. Pool, SecretKey, SessionKey and Guard are required.
 type Config struct {
-	Pool         *pgxpool.Pool
-	SecretKey    []byte // encrypts endpoint signing secrets
+	Pool      *pgxpool.Pool
+	SecretKey []byte // encrypts endpoint signing secrets (when Box is nil)
+	// Box seals and opens endpoint secrets and custom header values; the
+	// process builds one and shares it with the worker. Built from
+	// SecretKey when nil.
+	Box          *secretbox.Box
 	SessionKey   []byte // authenticates and encrypts session cookies
 	Guard        *ssrf.Guard
 	MaxBodyBytes int64
@@ -61,9 +65,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Pool == nil || cfg.Guard == nil {
 		return nil, errors.New("web: Pool and Guard are required")
 	}
-	box, err := secretbox.New(cfg.SecretKey, nil)
-	if err != nil {
-		return nil, err
+	box := cfg.Box
+	if box == nil {
+		b, err := secretbox.New(cfg.SecretKey, nil)
+		if err != nil {
+			return nil, err
+		}
+		box = b
 	}
 	if len(cfg.SessionKey) != 32 {
 		return nil, errors.New("web: SessionKey must be 32 bytes")
@@ -92,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sessions = newCookieStore(cfg.SessionKey)
 	s.throttle = newLoginThrottle()
+	var err error
 	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
 	if err != nil {
 		return nil, err
