@@ -228,7 +228,9 @@ func TestAPIRotateSecret(t *testing.T) {
 		t.Fatalf("audit rows %d", n)
 	}
 	var details string
-	env.pool.QueryRow(context.Background(), "SELECT details::text FROM audit_log WHERE action = 'endpoint.rotate_secret' LIMIT 1").Scan(&details)
+	if err := env.pool.QueryRow(context.Background(), "SELECT details::text FROM audit_log WHERE action = 'endpoint.rotate_secret' LIMIT 1").Scan(&details); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(details, "whsec_") {
 		t.Fatal("secret in the audit log")
 	}
@@ -249,7 +251,7 @@ func TestAPIBreakerActions(t *testing.T) {
 	if h := decodeBody[healthJSON](t, rec); h.State != "closed" || h.Paused {
 		t.Fatalf("resumed: %+v", h)
 	}
-	env.pool.Exec(context.Background(), "UPDATE endpoint_health SET state = 'open', opened_at = now(), consecutive_failures = 12, cooldown_seconds = 1200 WHERE endpoint_id = $1", ep.ID)
+	env.exec("UPDATE endpoint_health SET state = 'open', opened_at = now(), consecutive_failures = 12, cooldown_seconds = 1200 WHERE endpoint_id = $1", ep.ID)
 	rec = env.do(http.MethodPost, base+"force-close", nil)
 	if h := decodeBody[healthJSON](t, rec); h.State != "closed" || h.ConsecutiveFailures != 0 || h.CooldownSeconds != 300 {
 		t.Fatalf("force closed: %+v", h)

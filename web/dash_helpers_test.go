@@ -57,6 +57,14 @@ func (e *testEnv) signIn(base, email, role string) *browser {
 	return b
 }
 
+// exec runs a setup statement, failing the test if it fails.
+func (e *testEnv) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), sql, args...); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
 func newBrowser(t testing.TB, base string) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, client: &http.Client{Jar: jar}}

@@ -22,7 +22,6 @@ func TestEndpointsPage(t *testing.T) {
 	pid := env.createPartner("Acme")
 	fast := env.createEndpoint(map[string]any{"partner_id": pid, "name": "fast", "kind": "webhook", "url": "https://fast.example/"}).ID
 	slow := env.createEndpoint(map[string]any{"partner_id": pid, "name": "slow", "kind": "postback", "url": "https://t.example/pb?cid={click_id}"}).ID
-	ctx := context.Background()
 	// Cached health as the worker leaves it: a sparkline for both, slow's
 	// breaker open and its recent P95 critical.
 	spark := func(ms float32) string {
@@ -33,9 +32,9 @@ func TestEndpointsPage(t *testing.T) {
 		return "{" + strings.Join(vals, ",") + "}"
 	}
 	counts := "{" + strings.Repeat("5,", 95) + "5}"
-	env.pool.Exec(ctx, `UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
+	env.exec(`UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
 		spark_count = $3, p50_ms = 40, p95_ms = 80, p99_ms = 120, sample_count = 480, ok_count = 470 WHERE endpoint_id = $1`, fast, spark(80), counts)
-	env.pool.Exec(ctx, `UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
+	env.exec(`UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
 		spark_count = $3, p95_ms = 900, sample_count = 480, ok_count = 400, recent_p95_ms = 6100, recent_sample_count = 30,
 		state = 'open', opened_at = now(), consecutive_failures = 10 WHERE endpoint_id = $1`, slow, spark(900), counts)
 	b := env.signIn(base, "v@example.com", "viewer")
@@ -178,7 +177,7 @@ func TestDeadLettersPageReplay(t *testing.T) {
 	}
 	next, _ := testid(doc, "replay-progress").Attr("hx-get")
 	// The worker delivers them (simulated here): the progress follows.
-	env.pool.Exec(context.Background(), "UPDATE deliveries SET status = 'delivered', delivered_at = now() WHERE endpoint_id = $1", ep.ID)
+	env.exec("UPDATE deliveries SET status = 'delivered', delivered_at = now() WHERE endpoint_id = $1", ep.ID)
 	_, doc = op.get(next)
 	if w, _ := testid(doc, "replay-progress").Attr("data-waiting"); w != "0" || testid(doc, "replay-delivered").Text() != "3 delivered" {
 		t.Fatalf("progress: %s", doc.Text())

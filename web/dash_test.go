@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -104,7 +103,7 @@ func TestLogin(t *testing.T) {
 		b.get("/login")
 		u, _ := url.Parse(base)
 		before := cookieValue(b, u, sessionCookie)
-		env.pool.Exec(context.Background(), "DELETE FROM users WHERE email = 'rot@example.com'")
+		env.exec("DELETE FROM users WHERE email = 'rot@example.com'")
 		b2 := env.signIn(base, "rot@example.com", "viewer")
 		after := cookieValue(b2, u, sessionCookie)
 		if after == "" || after == before {
@@ -122,7 +121,7 @@ func TestLogin(t *testing.T) {
 	})
 	t.Run("disabled users lose their sessions", func(t *testing.T) {
 		b := env.signIn(base, "gone@example.com", "viewer")
-		env.pool.Exec(context.Background(), "UPDATE users SET disabled_at = now() WHERE email = 'gone@example.com'")
+		env.exec("UPDATE users SET disabled_at = now() WHERE email = 'gone@example.com'")
 		res, _ := b.get("/")
 		if res.Request.URL.Path != "/login" {
 			t.Fatal("a disabled user still has a session")
@@ -130,16 +129,29 @@ func TestLogin(t *testing.T) {
 	})
 	t.Run("idle sessions expire", func(t *testing.T) {
 		b := env.signIn(base, "idle@example.com", "viewer")
-		env.pool.Exec(context.Background(), "UPDATE user_sessions SET last_seen_at = now() - interval '9 hours' FROM users WHERE users.id = user_sessions.user_id AND users.email = 'idle@example.com'")
+		env.exec("UPDATE user_sessions SET last_seen_at = now() - interval '9 hours' FROM users WHERE users.id = user_sessions.user_id AND users.email = 'idle@example.com'")
 		res, _ := b.get("/")
 		if res.Request.URL.Path != "/login" {
 			t.Fatal("an idle session is still valid")
 		}
 	})
 	t.Run("cookie flags", func(t *testing.T) {
+		env.signIn(base, "flags@example.com", "viewer") // creates the user
 		b := newBrowser(t, base)
-		res, _ := b.get("/login")
-		for _, c := range res.Cookies() {
+		var set []*http.Cookie
+		b.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		res, doc := b.get("/login")
+		set = append(set, res.Cookies()...)
+		token, _ := doc.Find(`input[name=login_token]`).Attr("value")
+		res, _ = b.postForm("/login", url.Values{"login_token": {token}, "email": {"flags@example.com"}, "password": {"correct horse battery"}})
+		if res.StatusCode != http.StatusSeeOther && res.StatusCode != http.StatusFound {
+			t.Fatalf("sign in: %d, want a redirect", res.StatusCode)
+		}
+		set = append(set, res.Cookies()...)
+		if len(set) == 0 {
+			t.Fatal("signing in set no cookie")
+		}
+		for _, c := range set {
 			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 				t.Fatalf("cookie %s: HttpOnly=%v SameSite=%v", c.Name, c.HttpOnly, c.SameSite)
 			}
