@@ -10,7 +10,7 @@ TEMPL := go tool templ
 TEST_CLUSTER := $(or $(TMPDIR),/tmp)/hookline-test-$(shell id -u)
 VERIFY_DIR := worker/signing/testdata/verify
 
-.PHONY: build run demo test generate check-generated bench clean
+.PHONY: build run demo test skipped generate check-generated bench clean
 
 build:
 	go build -o $(BIN) .
@@ -37,7 +37,22 @@ test: check-generated build
 	go test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime 20s ./web/ || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ] && [ -d "$(TEST_CLUSTER)/pg" ]; then \
 		HOOKLINE_DATA_DIR=$(TEST_CLUSTER) ./$(BIN) db stop >/dev/null 2>&1 || true; fi; \
+	$(MAKE) --no-print-directory skipped; \
 	exit $$status
+
+# Says loudly which suites the tests skipped for want of a tool (outside CI;
+# in CI a missing tool fails them instead).
+skipped:
+	@missing=(); \
+	if [ -z "$$TEST_DATABASE_URL" ] && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null; then \
+		missing+=("database tests: no PostgreSQL server (apt-get install postgresql) and no TEST_DATABASE_URL"); fi; \
+	if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ ! -x /usr/bin/chromium ]; then \
+		missing+=("browser tests: no Chromium (apt-get install chromium)"); fi; \
+	if ! command -v node >/dev/null || [ ! -d $(VERIFY_DIR)/node_modules ]; then \
+		missing+=("official Standard Webhooks verifier tests: no Node.js or no npm packages (npm ci --prefix $(VERIFY_DIR))"); fi; \
+	if (($${#missing[@]})); then \
+		echo; echo "*** SKIPPED SUITES: these tests did not run on this machine ***"; \
+		for m in "$${missing[@]}"; do echo "***   $$m"; done; echo; fi
 
 bench: build
 	./$(BIN) bench
