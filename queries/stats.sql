@@ -50,19 +50,20 @@ FROM endpoint_health
 GROUP BY state, paused;
 
 -- name: StatsUnsentDead :many
--- Dead deliveries whose last attempt never reached the partner (a payload
--- missing a postback field, a refused destination, an unusable request or
--- secret, a lease that expired), per endpoint: @classes lists those error
--- classes. The latency histograms hold only attempts that were sent, so
+-- Dead deliveries whose last attempt never reached the partner, per
+-- endpoint: a payload missing a postback field, a refused destination, an
+-- unusable request or secret, a send cut short, a lease that expired with
+-- its worker. The latency histograms hold only attempts that were sent, so
 -- failure counts, success rates and "last failure" add these. dead counts
--- the ones since @count_since, last_dead_at is the newest since @since
--- (the earlier of the two). Reads deliveries_dead by time; one endpoint
--- when endpoint_id is set.
+-- the ones since @count_since, last_dead_at is the newest since @since (the
+-- earlier of the two); one endpoint when endpoint_id is set. The class list
+-- is written out, not a parameter, so that the planner can use the partial
+-- index deliveries_dead_unsent, whose predicate repeats it.
 SELECT endpoint_id,
        count(*) FILTER (WHERE dead_at >= @count_since::timestamptz)::bigint AS dead,
        max(dead_at)::timestamptz AS last_dead_at
 FROM deliveries
 WHERE status = 'dead' AND dead_at >= @since::timestamptz
-  AND last_error_class = ANY(@classes::text[])
+  AND last_error_class IN ('missing_field', 'blocked_destination', 'invalid_request', 'signing', 'canceled', 'lease_expired')
   AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id'))
 GROUP BY endpoint_id;

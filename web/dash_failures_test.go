@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // TestDeadWithoutAttemptCountsAsFailure: postbacks that die because the
@@ -108,4 +110,31 @@ func TestDeadWithoutAttemptCountsAsFailure(t *testing.T) {
 			t.Fatalf("last failure: %q, want a time", testid(doc, "last-failure").Text())
 		}
 	})
+}
+
+// TestUnsentDeadClasses: every error class the worker records for an
+// attempt that never reached the partner counts as an unsent failure (the
+// query writes the list out for its partial index), and a sent one does
+// not.
+func TestUnsentDeadClasses(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Clickwave")
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hook.invalid/in"}).ID
+	unsent := []string{"missing_field", sender.ClassBlocked, sender.ClassInvalidRequest, "signing", sender.ClassCanceled, "lease_expired"}
+	for _, class := range append(unsent, "http_status") {
+		var id string
+		if err := env.pool.QueryRow(context.Background(), "INSERT INTO events (id, type, payload) VALUES (gen_random_uuid(), 'order.created', '{}') RETURNING id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		env.exec(`INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, dead_at, last_error_class)
+			VALUES ($1, $2, 'dead', 1, 1, now() - interval '1 minute', $3)`, id, ep, class)
+	}
+	now := time.Now()
+	got, err := env.srv.unsentDead(context.Background(), now.Add(-time.Hour), now.Add(-time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[ep].Dead != int64(len(unsent)) {
+		t.Fatalf("%d unsent dead deliveries counted, want %d (one per class %v)", got[ep].Dead, len(unsent), unsent)
+	}
 }

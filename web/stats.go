@@ -7,7 +7,6 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/latency"
-	"github.com/hookline/hookline/worker/sender"
 )
 
 // Alert thresholds (the article's three alerts).
@@ -111,14 +110,6 @@ func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
 	return st, nil
 }
 
-// unsentClasses are the error classes of attempts that never reached the
-// partner and so never reached the latency histograms, whose counts every
-// failure figure starts from (the worker records a latency sample only for
-// a request it sent): a payload missing a postback field, a refused
-// destination, a request or secret that cannot be used, a send cut short,
-// a lease that expired with its worker.
-var unsentClasses = []string{"missing_field", sender.ClassBlocked, sender.ClassInvalidRequest, "signing", sender.ClassCanceled, "lease_expired"}
-
 // unsentFailure is what the histograms miss of an endpoint's failures: its
 // dead deliveries whose last attempt was never sent.
 type unsentFailure struct {
@@ -130,7 +121,7 @@ type unsentFailure struct {
 // countSince whose last attempt never reached the partner, and the newest
 // one since since (the earlier of the two).
 func (s *Server) unsentDead(ctx context.Context, countSince, since time.Time, endpointID *int64) (map[int64]unsentFailure, error) {
-	rows, err := s.q.StatsUnsentDead(ctx, db.StatsUnsentDeadParams{CountSince: countSince, Since: since, Classes: unsentClasses, EndpointID: endpointID})
+	rows, err := s.q.StatsUnsentDead(ctx, db.StatsUnsentDeadParams{CountSince: countSince, Since: since, EndpointID: endpointID})
 	if err != nil {
 		return nil, fmt.Errorf("unsent dead deliveries: %w", err)
 	}
