@@ -48,7 +48,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	defer errs.summary()
 	const events = 10000
 	rcv := newCrashReceiver(t, 2*time.Millisecond, 5*time.Millisecond)
-	rig := newCrashRig(t, rcv, "5s", 10000)
+	rig := newCrashRig(t, rcv, "5s", 30000) // the receiver holds requests while 10,000 events are posted: they must not time out
 	first := rig.start("first run")
 	rig.createEndpoint()
 	ids := rig.postEvents(events)
@@ -264,7 +264,16 @@ func TestKill9LoopDeliversThroughout(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Second + mrand.N(2*time.Second)) // the load runs meanwhile
+		// The load runs for 1 to 3 s, and until this run has delivered
+		// something: on a loaded machine a process may take a second to
+		// start its worker. Ten seconds without a delivery is a failure
+		// (the dead leases would hold the endpoint for 40).
+		time.Sleep(time.Second + mrand.N(2*time.Second))
+		for deadline := ready.Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, ok := rcv.firstArrivalAfter(ready); ok {
+				break
+			}
+		}
 		p.kill(t)
 		runs = append(runs, run{ready: ready, killed: time.Now()})
 		rig.waitNoHooklineBackends()

@@ -45,7 +45,9 @@ func TestPostgresCrashLosesNothing(t *testing.T) {
 	t.Cleanup(func() { _ = cluster.Stop(context.Background()) })
 
 	rcv := newCrashReceiver(t, 2*time.Millisecond, 5*time.Millisecond)
-	rig := newCrashRigOn(t, cluster.URL(), rcv, "5s", 10000)
+	// The receiver holds requests while 10,000 events are posted: they must
+	// not time out (and open the breaker) on a loaded machine.
+	rig := newCrashRigOn(t, cluster.URL(), rcv, "5s", 30000)
 	p := rig.start("serve")
 	rig.createEndpoint()
 	ids := rig.postEvents(events)

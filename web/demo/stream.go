@@ -118,6 +118,11 @@ func (s *streamer) run(ctx context.Context) error {
 		now := time.Now()
 		owed = math.Min(owed+s.o.Rate*now.Sub(last).Seconds(), s.o.Rate*maxCatchUp.Seconds())
 		last = now
+		// Totals first: a slow post must not hold back the minute's line.
+		if !now.Before(nextLog) {
+			s.logTotals("demo event stream", time.Since(start))
+			nextLog = nextLog.Add(s.logEvery)
+		}
 		n := int(owed)
 		owed -= float64(n)
 		events := s.gen.mix(n, s.o.Now())
@@ -135,10 +140,6 @@ func (s *streamer) run(ctx context.Context) error {
 				}
 				return err
 			}
-		}
-		if !now.Before(nextLog) {
-			s.logTotals("demo event stream", time.Since(start))
-			nextLog = nextLog.Add(s.logEvery)
 		}
 	}
 }
