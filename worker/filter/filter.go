@@ -99,8 +99,51 @@ func Compile(raw []byte) (*Filter, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	_ = json.Compact(&buf, raw) // parse succeeded, so this does too
+	encode(&buf, doc)
 	return &Filter{root: root, raw: buf.Bytes()}, nil
+}
+
+// encode writes a parsed value back as compact JSON in valid UTF-8 (the
+// decoder has replaced invalid bytes and lone surrogates), which any JSON
+// store accepts as it is.
+func encode(buf *bytes.Buffer, v any) {
+	switch t := v.(type) {
+	case *object:
+		buf.WriteByte('{')
+		for i, k := range t.keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			encodeString(buf, k)
+			buf.WriteByte(':')
+			encode(buf, t.vals[i])
+		}
+		buf.WriteByte('}')
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			encode(buf, e)
+		}
+		buf.WriteByte(']')
+	case string:
+		encodeString(buf, t)
+	case json.Number:
+		buf.WriteString(string(t))
+	case bool:
+		buf.WriteString(strconv.FormatBool(t))
+	default:
+		buf.WriteString("null")
+	}
+}
+
+func encodeString(buf *bytes.Buffer, s string) {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)           // a string always encodes
+	buf.Truncate(buf.Len() - 1) // Encode's newline
 }
 
 // Document is a decoded payload, for evaluating several filters against
@@ -182,6 +225,9 @@ func parseValue(dec *json.Decoder, depth int) (any, error) {
 					return nil, &Error{Msg: "is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
 				}
 				k, _ := kt.(string)
+				if strings.ContainsRune(k, 0) {
+					return nil, &Error{Msg: "contains a NUL character (\\u0000) in a key"}
+				}
 				if seen[k] {
 					return nil, &Error{Msg: fmt.Sprintf("key %q appears twice in one object", k)}
 				}
@@ -211,9 +257,31 @@ func parseValue(dec *json.Decoder, depth int) (any, error) {
 			return a, nil
 		}
 		return nil, &Error{Msg: "is not valid JSON"}
+	case string:
+		if strings.ContainsRune(t, 0) {
+			return nil, &Error{Msg: "contains a NUL character (\\u0000) in a string"}
+		}
+		return t, nil
+	case json.Number:
+		if !usableNumber(string(t)) {
+			return nil, &Error{Msg: fmt.Sprintf("number %.40s is out of range", t)}
+		}
+		return t, nil
 	default:
-		return t, nil // string, json.Number, bool or nil
+		return t, nil // bool or nil
 	}
+}
+
+// usableNumber reports whether a JSON number's value fits a float64
+// without overflowing or vanishing to zero, so comparisons mean what they
+// say and any JSON store keeps it.
+func usableNumber(s string) bool {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
+	return f != 0 || !strings.ContainsAny(mantissa, "123456789")
 }
 
 // plain turns parsed objects into maps, the shape payloads decode to, for

@@ -132,6 +132,10 @@ func TestCompileErrors(t *testing.T) {
 		{"too many conditions", manyConditions(MaxConditions + 1), "", "more than 256 conditions"},
 		{"too deep", strings.Repeat(`{"$not":`, MaxDepth+2) + `{"a":1}` + strings.Repeat(`}`, MaxDepth+2), "", "nested more than 8"},
 		{"json too deep", `{"a":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}`, "", "nested more than 32"},
+		{"NUL in string", `{"a":"x\u0000"}`, "", "NUL character"},
+		{"NUL in key", `{"a\u0000":1}`, "", "NUL character"},
+		{"number overflows", `{"a":{"$gt":1e400}}`, "", "out of range"},
+		{"number underflows", `{"a":1e-400}`, "", "out of range"},
 		{"too big", `{"a":"` + strings.Repeat("x", MaxBytes) + `"}`, "", "the limit is 16384"},
 	}
 	for _, tt := range tests {
@@ -170,6 +174,15 @@ func TestJSONIsCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := f.String(); got != `{"a":{"$gte":1}}` {
+		t.Errorf("String = %s", got)
+	}
+	// Text a JSON store would refuse (a lone surrogate, bytes that are not
+	// UTF-8) comes back as valid UTF-8; HTML characters stay as written.
+	f, err = Compile([]byte("{\"a\":\"<\\ud800>\xff\",\"b\":0.0}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.String(); got != "{\"a\":\"<\ufffd>\ufffd\",\"b\":0.0}" {
 		t.Errorf("String = %s", got)
 	}
 }
