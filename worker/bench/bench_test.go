@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/db/migrations"
+	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // TestRunSmall runs the whole benchmark on a tiny queue: every phase
@@ -50,5 +54,40 @@ func TestProcTimes(t *testing.T) {
 	}
 	if s := sampleCPU(os.Getpid()); s.self <= 0 || !s.dbOK {
 		t.Fatalf("sampling this process as the postmaster: %+v", s)
+	}
+}
+
+// TestQueueFilter: with Filter every endpoint gets a filter that the bench
+// payload passes (the same deliveries are queued) and that other payloads
+// fail (fan-out evaluates it).
+func TestQueueFilter(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	box, _ := secretbox.New(make([]byte, 32), nil)
+	o := Options{Deliveries: 40, Endpoints: 4, Filter: true}
+	o.defaults()
+	if err := seed(ctx, pool, box, &receiver{url: "http://127.0.0.1:9"}, o); err != nil {
+		t.Fatal(err)
+	}
+	var filtered int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM endpoints WHERE filter IS NOT NULL").Scan(&filtered); err != nil || filtered != 4 {
+		t.Fatalf("%d endpoints with a filter (%v), want 4", filtered, err)
+	}
+	if _, err := queue(ctx, pool, o, makePayload(o.PayloadBytes)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue(ctx, pool, o, []byte(`{"type":"conversion.approved","payout":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := remaining(ctx, pool)
+	if err != nil || n != 40 {
+		t.Fatalf("%d deliveries queued (%v), want 40: the passing payload's only", n, err)
 	}
 }
