@@ -142,3 +142,20 @@ func TestAPIEndpointFilter(t *testing.T) {
 		}
 	})
 }
+
+// TestFanOutStoredFilterThatDoesNotCompile: a stored filter the language
+// no longer accepts (written before a change to it) filters nothing: an
+// extra delivery rather than a lost one.
+func TestFanOutStoredFilterThatDoesNotCompile(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Acme")
+	e := env.createEndpoint(map[string]any{"partner_id": pid, "name": "legacy", "kind": "webhook", "url": "https://hooks.acme.invalid/in",
+		"filter": map[string]any{"status": "approved"}})
+	if _, err := env.pool.Exec(context.Background(), `UPDATE endpoints SET filter = '{"status": {"$regex": "^appr"}}' WHERE id = $1`, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion", "payload": map[string]any{"status": "rejected"}}), http.StatusAccepted)
+	if n := deliveryCount(t, env, e.ID); n != 1 {
+		t.Fatalf("%d deliveries, want 1", n)
+	}
+}
