@@ -91,3 +91,52 @@ func TestQueueFilter(t *testing.T) {
 		t.Fatalf("%d deliveries queued (%v), want 40: the passing payload's only", n, err)
 	}
 }
+
+// BenchmarkIngest compares the ingest statements (the bench's queue phase:
+// 200 events fanned out to 100 endpoints per operation) without filters and
+// with a filter on every endpoint, interleaved with -count so a noisy
+// machine affects both alike:
+//
+//	go test -run '^$' -bench Ingest -benchtime 5x -count 6 ./worker/bench
+func BenchmarkIngest(b *testing.B) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbtest.URL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if err := migrations.Up(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	box, _ := secretbox.New(make([]byte, 32), nil)
+	o := Options{Deliveries: 20000, Endpoints: 100}
+	o.defaults()
+	if err := seed(ctx, pool, box, &receiver{url: "http://127.0.0.1:9"}, o); err != nil {
+		b.Fatal(err)
+	}
+	payload := makePayload(o.PayloadBytes)
+	for _, tc := range []struct {
+		name   string
+		filter *string
+	}{{"no-filter", nil}, {"filter-on-every-endpoint", new(benchFilter)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			if _, err := pool.Exec(ctx, "UPDATE endpoints SET filter = $1::jsonb", tc.filter); err != nil {
+				b.Fatal(err)
+			}
+			var total time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				if err := reset(ctx, pool); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				p, err := queue(ctx, pool, o, payload)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += p.Duration
+			}
+			b.ReportMetric(float64(b.N*o.Deliveries)/total.Seconds(), "deliveries/s")
+		})
+	}
+}
