@@ -511,8 +511,11 @@ type number struct {
 }
 
 func parseNumber(s string) (number, bool) {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return number{i: i, f: float64(i), isInt: true}, true
+	// ParseInt's error allocates: only integers are tried as integers.
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return number{i: i, f: float64(i), isInt: true}, true
+		}
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
@@ -724,20 +727,9 @@ type fieldOp interface {
 	holds(v any, present bool) bool
 }
 
-// anyElement applies test to v and, when v is an array, to each element.
-func anyElement(v any, test func(any) bool) bool {
-	if test(v) {
-		return true
-	}
-	if arr, ok := v.([]any); ok {
-		for _, e := range arr {
-			if test(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// Operators hold for an array if they hold for the array itself or for
+// any element. (Written out as loops: a closure per evaluation would
+// allocate, and fan-out evaluates every filter for every event.)
 
 type eqOp struct{ val value }
 
@@ -745,7 +737,17 @@ func (o eqOp) holds(v any, present bool) bool {
 	if !present {
 		return o.val.v == nil
 	}
-	return anyElement(v, func(e any) bool { return equal(e, o.val) })
+	if equal(v, o.val) {
+		return true
+	}
+	if arr, ok := v.([]any); ok {
+		for _, e := range arr {
+			if equal(e, o.val) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type inOp struct{ vals []value }
@@ -799,29 +801,41 @@ func (o cmpOp) holds(v any, present bool) bool {
 	if !present {
 		return false
 	}
-	return anyElement(v, func(e any) bool {
-		var c int
-		if o.isNum {
-			n, ok := payloadNumber(e)
-			if !ok {
-				return false
+	if o.holdsFor(v) {
+		return true
+	}
+	if arr, ok := v.([]any); ok {
+		for _, e := range arr {
+			if o.holdsFor(e) {
+				return true
 			}
-			c = compareNumbers(n, o.num)
-		} else {
-			s, ok := e.(string)
-			if !ok {
-				return false
-			}
-			c = strings.Compare(s, o.str)
 		}
-		switch o.op {
-		case "$gt":
-			return c > 0
-		case "$gte":
-			return c >= 0
-		case "$lt":
-			return c < 0
+	}
+	return false
+}
+
+func (o cmpOp) holdsFor(e any) bool {
+	var c int
+	if o.isNum {
+		n, ok := payloadNumber(e)
+		if !ok {
+			return false
 		}
-		return c <= 0
-	})
+		c = compareNumbers(n, o.num)
+	} else {
+		s, ok := e.(string)
+		if !ok {
+			return false
+		}
+		c = strings.Compare(s, o.str)
+	}
+	switch o.op {
+	case "$gt":
+		return c > 0
+	case "$gte":
+		return c >= 0
+	case "$lt":
+		return c < 0
+	}
+	return c <= 0
 }

@@ -51,8 +51,22 @@ func Rejecting(endpoints []Endpoint, payload []byte) []int64 {
 	}
 	var ids []int64
 	d, err := Decode(payload)
+	// Endpoints with the same filter text share one compiled *Filter
+	// (Cache), evaluated once per event.
+	var seen map[*Filter]bool
 	for _, e := range endpoints {
-		if err != nil || !e.Filter.MatchDocument(d) {
+		pass := false
+		if err == nil {
+			var known bool
+			if pass, known = seen[e.Filter]; !known {
+				pass = e.Filter.MatchDocument(d)
+				if seen == nil {
+					seen = make(map[*Filter]bool, 8)
+				}
+				seen[e.Filter] = pass
+			}
+		}
+		if !pass {
 			ids = append(ids, e.ID)
 		}
 	}
