@@ -208,6 +208,11 @@ func TestRejecting(t *testing.T) {
 	if got := Rejecting(eps, []byte(`nope`)); fmt.Sprint(got) != "[1 2]" {
 		t.Errorf("Rejecting(invalid) = %v, want [1 2]", got)
 	}
+	// Endpoints sharing one compiled filter each get its verdict.
+	shared := []Endpoint{{1, approved}, {2, rich}, {3, approved}, {4, rich}}
+	if got := Rejecting(shared, []byte(`{"status":"rejected","payout":50}`)); fmt.Sprint(got) != "[1 3]" {
+		t.Errorf("Rejecting(shared) = %v, want [1 3]", got)
+	}
 	if got := Rejecting(nil, []byte(`{}`)); got != nil {
 		t.Errorf("Rejecting(no endpoints) = %v", got)
 	}
