@@ -660,9 +660,12 @@ func formValueText(v json.RawMessage) (string, bool) {
 	if len(v) == 0 || v[0] == '{' || v[0] == '[' {
 		return "", false
 	}
+	if v[0] != '"' {
+		return string(v), true // number, true, false, null
+	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
-		return string(v), true // number, true, false, null
+		return "", false
 	}
 	if s == "" || s != strings.TrimSpace(s) || string(formValueJSON(s)) != string(mustJSON(s)) {
 		return string(mustJSON(s)), true // a string that would read as something else: quoted

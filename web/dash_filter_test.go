@@ -231,3 +231,25 @@ func TestEndpointFormFilterPreview(t *testing.T) {
 		}
 	})
 }
+
+// TestFilterFormValues: what the builder shows for a stored operand reads
+// back as the same operand.
+func TestFilterFormValues(t *testing.T) {
+	for _, tc := range []struct{ typed, json string }{
+		{"approved", `"approved"`}, {"12.50", `12.50`}, {"-3", `-3`}, {"007", `"007"`},
+		{`"12"`, `"12"`}, {"true", `true`}, {`"true"`, `"true"`}, {"null", `null`},
+		{"BR PT", `"BR PT"`}, {`""`, `""`}, {`say "hi"`, `"say \"hi\""`},
+	} {
+		got := string(formValueJSON(tc.typed))
+		if got != tc.json {
+			t.Errorf("formValueJSON(%q) = %s, want %s", tc.typed, got, tc.json)
+		}
+		text, ok := formValueText(json.RawMessage(got))
+		if !ok || string(formValueJSON(text)) != got {
+			t.Errorf("%s shows as %q, which reads back as %s", got, text, formValueJSON(text))
+		}
+	}
+	if _, ok := formValueText(json.RawMessage(`{"a":1}`)); ok {
+		t.Error("an object operand became a row")
+	}
+}
