@@ -914,6 +914,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	fs.IntVar(&o.NaiveConcurrency, "naive-concurrency", 64, "connections of the naive one-row worker")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "use this database (its hookline tables are truncated) instead of a private cluster")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "how long the loopback receiver takes to answer (e.g. 20ms, a typical partner)")
+	fs.BoolVar(&o.Filter, "filter", false, "put a payload filter (that every event passes) on every endpoint, to measure its ingest cost")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
 	return func() (runFunc, error) {
 		for _, f := range []struct {

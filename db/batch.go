@@ -25,11 +25,12 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.enabled
   AND p.archived_at IS NULL
   AND ($2::bigint IS NULL OR e.partner_id = $2)
+  AND NOT (e.id = ANY (coalesce($3::bigint[], '{}')))
   AND (cardinality(e.event_types) = 0
-       OR $3::text = ANY (e.event_types)
+       OR $4::text = ANY (e.event_types)
        OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
                   WHERE t.pattern LIKE '%*'
-                    AND starts_with($3::text, left(t.pattern, -1))))
+                    AND starts_with($4::text, left(t.pattern, -1))))
 ON CONFLICT (event_id, endpoint_id) DO NOTHING
 RETURNING id, endpoint_id, status
 `
@@ -41,9 +42,10 @@ type DeliveryFanOutBatchBatchResults struct {
 }
 
 type DeliveryFanOutBatchParams struct {
-	EventID   uuid.UUID
-	PartnerID *int64
-	EventType string
+	EventID             uuid.UUID
+	PartnerID           *int64
+	ExcludedEndpointIds []int64
+	EventType           string
 }
 
 type DeliveryFanOutBatchRow struct {
@@ -56,13 +58,16 @@ type DeliveryFanOutBatchRow struct {
 // subscribes to the event's type (all types when event_types is empty;
 // "prefix.*" matches by prefix), restricted to one partner when given. The
 // unique (event_id, endpoint_id) makes a repeated fan-out harmless. Batched:
-// one round trip for a whole ingest request.
+// one round trip for a whole ingest request. Endpoints whose payload filter
+// the event does not pass (evaluated in Go, see EndpointFilters) are listed
+// in excluded_endpoint_ids and get no delivery.
 func (q *Queries) DeliveryFanOutBatch(ctx context.Context, arg []DeliveryFanOutBatchParams) *DeliveryFanOutBatchBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.EventID,
 			a.PartnerID,
+			a.ExcludedEndpointIds,
 			a.EventType,
 		}
 		batch.Queue(deliveryFanOutBatch, vals...)

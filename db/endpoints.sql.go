@@ -8,19 +8,22 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 const endpointCreate = `-- name: EndpointCreate :one
 INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
-    success_body_contains, enabled
+    success_body_contains, enabled, filter
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13,
-    $14, $15
+    $14, $15, $16
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
 `
 
 type EndpointCreateParams struct {
@@ -39,6 +42,7 @@ type EndpointCreateParams struct {
 	FailureThreshold    int32
 	SuccessBodyContains string
 	Enabled             bool
+	Filter              []byte
 }
 
 // Creates the endpoint; the caller creates its health row and first secret
@@ -60,6 +64,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		arg.FailureThreshold,
 		arg.SuccessBodyContains,
 		arg.Enabled,
+		arg.Filter,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -83,6 +88,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.SecretVersion,
+		&i.Filter,
 	)
 	return i, err
 }
@@ -105,8 +111,99 @@ func (q *Queries) EndpointDisable(ctx context.Context, arg EndpointDisableParams
 	return err
 }
 
+const endpointFilterPreviewEvents = `-- name: EndpointFilterPreviewEvents :many
+SELECT r.id, r.type, r.payload, r.created_at
+FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
+      FROM events ev ORDER BY ev.id DESC LIMIT $1) r
+WHERE cardinality($2::text[]) = 0
+   OR r.type = ANY ($2::text[])
+   OR EXISTS (SELECT 1 FROM unnest($2::text[]) AS t(pattern)
+              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
+ORDER BY r.id DESC
+LIMIT $3
+`
+
+type EndpointFilterPreviewEventsParams struct {
+	ScanRows   int32
+	EventTypes []string
+	MaxRows    int32
+}
+
+type EndpointFilterPreviewEventsRow struct {
+	ID        uuid.UUID
+	Type      string
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// The latest events of the given types (patterns as in event_types; an
+// empty list means every type), newest first, for the endpoint form's
+// filter preview. Only the newest @scan_rows events are looked at (a walk
+// down the primary key: ids are UUIDv7, in time order), so a type that is
+// rare costs a bounded scan, never the whole table.
+func (q *Queries) EndpointFilterPreviewEvents(ctx context.Context, arg EndpointFilterPreviewEventsParams) ([]EndpointFilterPreviewEventsRow, error) {
+	rows, err := q.db.Query(ctx, endpointFilterPreviewEvents, arg.ScanRows, arg.EventTypes, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointFilterPreviewEventsRow{}
+	for rows.Next() {
+		var i EndpointFilterPreviewEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Payload,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointFilters = `-- name: EndpointFilters :many
+SELECT e.id, e.filter
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL AND e.enabled AND p.archived_at IS NULL
+ORDER BY e.id
+`
+
+type EndpointFiltersRow struct {
+	ID     int64
+	Filter []byte
+}
+
+// The payload filters of endpoints that can receive deliveries, read by
+// fan-out in the ingest transaction (so a filter saved before an event's
+// transaction applies to it). Compiled filters are cached by their text.
+func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, error) {
+	rows, err := q.db.Query(ctx, endpointFilters)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointFiltersRow{}
+	for rows.Next() {
+		var i EndpointFiltersRow
+		if err := rows.Scan(&i.ID, &i.Filter); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -133,12 +230,13 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.SecretVersion,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -166,12 +264,13 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.SecretVersion,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -208,6 +307,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.CreatedAt,
 		&i.Endpoint.UpdatedAt,
 		&i.Endpoint.SecretVersion,
+		&i.Endpoint.Filter,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -288,7 +388,7 @@ func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeader
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -334,6 +434,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.CreatedAt,
 			&i.Endpoint.UpdatedAt,
 			&i.Endpoint.SecretVersion,
+			&i.Endpoint.Filter,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -372,7 +473,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
 `
 
 type EndpointSetHeadersParams struct {
@@ -407,6 +508,7 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.SecretVersion,
+		&i.Filter,
 	)
 	return i, err
 }
@@ -418,9 +520,10 @@ UPDATE endpoints SET
     rate_per_sec = $8, burst = $9,
     max_in_flight = $10, failure_threshold = $11,
     success_body_contains = $12,
-    enabled = $13, disabled_reason = $14, updated_at = now()
-WHERE id = $15
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version
+    filter = $13,
+    enabled = $14, disabled_reason = $15, updated_at = now()
+WHERE id = $16
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
 `
 
 type EndpointUpdateParams struct {
@@ -436,6 +539,7 @@ type EndpointUpdateParams struct {
 	MaxInFlight         int32
 	FailureThreshold    int32
 	SuccessBodyContains string
+	Filter              []byte
 	Enabled             bool
 	DisabledReason      string
 	ID                  int64
@@ -456,6 +560,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.MaxInFlight,
 		arg.FailureThreshold,
 		arg.SuccessBodyContains,
+		arg.Filter,
 		arg.Enabled,
 		arg.DisabledReason,
 		arg.ID,
@@ -482,6 +587,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.SecretVersion,
+		&i.Filter,
 	)
 	return i, err
 }

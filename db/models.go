@@ -88,6 +88,7 @@ type Endpoint struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	SecretVersion       int64
+	Filter              []byte
 }
 
 type EndpointHealth struct {

@@ -10,7 +10,9 @@ ORDER BY d.id;
 -- subscribes to the event's type (all types when event_types is empty;
 -- "prefix.*" matches by prefix), restricted to one partner when given. The
 -- unique (event_id, endpoint_id) makes a repeated fan-out harmless. Batched:
--- one round trip for a whole ingest request.
+-- one round trip for a whole ingest request. Endpoints whose payload filter
+-- the event does not pass (evaluated in Go, see EndpointFilters) are listed
+-- in excluded_endpoint_ids and get no delivery.
 INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
 SELECT @event_id::uuid, e.id, e.max_attempts
 FROM endpoints e
@@ -18,6 +20,7 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.enabled
   AND p.archived_at IS NULL
   AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id'))
+  AND NOT (e.id = ANY (coalesce(sqlc.narg('excluded_endpoint_ids')::bigint[], '{}')))
   AND (cardinality(e.event_types) = 0
        OR @event_type::text = ANY (e.event_types)
        OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)

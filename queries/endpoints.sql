@@ -4,11 +4,11 @@
 INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
-    success_body_contains, enabled
+    success_body_contains, enabled, filter
 ) VALUES (
     @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
     @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
-    @success_body_contains, @enabled
+    @success_body_contains, @enabled, sqlc.narg('filter')
 )
 RETURNING *;
 
@@ -43,6 +43,7 @@ UPDATE endpoints SET
     rate_per_sec = sqlc.narg('rate_per_sec'), burst = sqlc.narg('burst'),
     max_in_flight = @max_in_flight, failure_threshold = @failure_threshold,
     success_body_contains = @success_body_contains,
+    filter = sqlc.narg('filter'),
     enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id
 RETURNING *;
@@ -70,3 +71,29 @@ FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
 WHERE e.id = @id;
+
+-- name: EndpointFilters :many
+-- The payload filters of endpoints that can receive deliveries, read by
+-- fan-out in the ingest transaction (so a filter saved before an event's
+-- transaction applies to it). Compiled filters are cached by their text.
+SELECT e.id, e.filter
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL AND e.enabled AND p.archived_at IS NULL
+ORDER BY e.id;
+
+-- name: EndpointFilterPreviewEvents :many
+-- The latest events of the given types (patterns as in event_types; an
+-- empty list means every type), newest first, for the endpoint form's
+-- filter preview. Only the newest @scan_rows events are looked at (a walk
+-- down the primary key: ids are UUIDv7, in time order), so a type that is
+-- rare costs a bounded scan, never the whole table.
+SELECT r.id, r.type, r.payload, r.created_at
+FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
+      FROM events ev ORDER BY ev.id DESC LIMIT @scan_rows) r
+WHERE cardinality(@event_types::text[]) = 0
+   OR r.type = ANY (@event_types::text[])
+   OR EXISTS (SELECT 1 FROM unnest(@event_types::text[]) AS t(pattern)
+              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
+ORDER BY r.id DESC
+LIMIT @max_rows;

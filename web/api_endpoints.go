@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -35,10 +36,12 @@ type endpointJSON struct {
 	FailureThreshold    int32             `json:"failure_threshold"`
 	SuccessBodyContains string            `json:"success_body_contains"`
 	Enabled             bool              `json:"enabled"`
-	DisabledReason      string            `json:"disabled_reason"`
-	CreatedAt           time.Time         `json:"created_at"`
-	UpdatedAt           time.Time         `json:"updated_at"`
-	Health              *healthJSON       `json:"health,omitempty"`
+	// Filter is the payload filter, null when every event is delivered.
+	Filter         json.RawMessage `json:"filter"`
+	DisabledReason string          `json:"disabled_reason"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Health         *healthJSON     `json:"health,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
 }
@@ -76,7 +79,16 @@ func endpointView(e db.Endpoint) endpointJSON {
 		Burst: e.Burst, MaxInFlight: e.MaxInFlight, FailureThreshold: e.FailureThreshold,
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		Filter: filterJSON(e.Filter),
 	}
+}
+
+// filterJSON is a stored filter as the API shows it: JSON null for none.
+func filterJSON(stored []byte) json.RawMessage {
+	if stored == nil {
+		return json.RawMessage("null")
+	}
+	return compactJSON(stored)
 }
 
 // endpointFullView is an endpoint with its partner's name and its health,
@@ -165,7 +177,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			Method: cfg.Method, EventTypes: cfg.EventTypes, Headers: json.RawMessage(`{}`),
 			MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs, RatePerSec: cfg.RatePerSec,
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
-			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled,
+			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
 		})
 		if isUniqueViolation(err) {
 			return conflict("name", "this partner already has an endpoint with this name")
@@ -371,7 +383,7 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		Headers: headers, MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs,
 		RatePerSec: cfg.RatePerSec, Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight,
 		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
-		Enabled: cfg.Enabled, DisabledReason: reason,
+		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
 	})
 	if isUniqueViolation(err) {
 		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")
@@ -405,6 +417,7 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("failure_threshold", a.FailureThreshold != b.FailureThreshold)
 	add("success_body_contains", a.SuccessBodyContains != b.SuccessBodyContains)
 	add("enabled", a.Enabled != b.Enabled)
+	add("filter", !bytes.Equal(a.Filter, b.Filter))
 	if out == nil {
 		out = []string{}
 	}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/postback"
 	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/ssrf"
@@ -64,6 +67,8 @@ type endpointInput struct {
 	FailureThreshold    *int              `json:"failure_threshold"`
 	SuccessBodyContains string            `json:"success_body_contains"`
 	Enabled             *bool             `json:"enabled"`
+	// Filter is a worker/filter document; absent or null means no filter.
+	Filter json.RawMessage `json:"filter"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -83,6 +88,7 @@ type endpointConfig struct {
 	FailureThreshold    int32
 	SuccessBodyContains string
 	Enabled             bool
+	Filter              []byte // compact filter JSON; nil means none
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -105,6 +111,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 		EventTypes:          e.EventTypes,
 		SuccessBodyContains: e.SuccessBodyContains,
 		RatePerSec:          e.RatePerSec,
+		Filter:              e.Filter,
 	}
 	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
@@ -251,6 +258,12 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		c.Burst = &burst
 	}
 
+	if f, msg := checkFilter(in.Filter); msg != "" {
+		fail("filter", "%s", msg)
+	} else {
+		c.Filter = f
+	}
+
 	if utf8.RuneCountInString(c.SuccessBodyContains) > 200 {
 		fail("success_body_contains", "must be at most 200 characters")
 	}
@@ -273,6 +286,24 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		}
 	}
 	return c, errs
+}
+
+// checkFilter compiles a payload filter and returns it compacted (nil for
+// none: absent, null or {}, which passes every event), or what is wrong
+// with it and where.
+func checkFilter(raw json.RawMessage) ([]byte, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, ""
+	}
+	f, err := filter.Compile(raw)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if bytes.Equal(f.JSON(), []byte("{}")) {
+		return nil, ""
+	}
+	return f.JSON(), ""
 }
 
 func checkWebhookURL(raw string, guard *ssrf.Guard) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/filter"
 )
 
 // eventInput is one event as producers post it.
@@ -212,9 +213,14 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 		var fan []db.DeliveryFanOutBatchParams
 		var fanIdx []int
 		var dupKeys []string
+		filters, err := s.endpointFilters(ctx, q)
+		if err != nil {
+			return err
+		}
 		for i, v := range ok {
 			if inserted[i] {
-				fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner})
+				fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner,
+					ExcludedEndpointIds: filter.Rejecting(filters, v.payload)})
 				fanIdx = append(fanIdx, i)
 			} else {
 				dupKeys = append(dupKeys, *v.key)
@@ -250,6 +256,28 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 		}
 		return nil
 	})
+}
+
+// endpointFilters reads the payload filters of the endpoints that can
+// receive deliveries, in the ingest transaction, compiled through the
+// server's cache (keyed by the filter's text, so an edited filter is simply
+// a new entry). A stored filter that no longer compiles filters nothing:
+// delivering an event too many is better than losing one.
+func (s *Server) endpointFilters(ctx context.Context, q *db.Queries) ([]filter.Endpoint, error) {
+	rows, err := q.EndpointFilters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read endpoint filters: %w", err)
+	}
+	out := make([]filter.Endpoint, 0, len(rows))
+	for _, r := range rows {
+		f, err := s.filters.Compile(r.Filter)
+		if err != nil {
+			s.log.Warn("stored endpoint filter does not compile; it filters nothing", "endpoint_id", r.ID, "error", err)
+			continue
+		}
+		out = append(out, filter.Endpoint{ID: r.ID, Filter: f})
+	}
+	return out, nil
 }
 
 // resolveDuplicates answers events whose idempotency key was used before

@@ -100,6 +100,7 @@ func (s *Server) routes() {
 	d.GET("/endpoints/:id/edit", s.endpointEditPage, operator)
 	d.POST("/endpoints/:id/edit", s.endpointUpdate, operator)
 	d.POST("/endpoints/preview", s.endpointPreview, operator)
+	d.POST("/endpoints/filter-preview", s.endpointFilterPreview, operator)
 	d.GET("/endpoints/retry-window", s.retryWindowFragment)
 	d.POST("/endpoints/test-fire", s.formTestFire, operator)
 

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
@@ -55,6 +56,7 @@ type Server struct {
 	now   func() time.Time
 
 	chartCache
+	filters  filter.Cache // compiled endpoint payload filters, by text
 	sessions *sessions.CookieStore
 	throttle *loginThrottle
 	send     *sender.Sender

@@ -17,6 +17,9 @@ const (
 	PreviewID     = "postback-preview"
 	RetryWindowID = "retry-window"
 	TestResultID  = "form-test-result"
+	// FilterPreviewID is the list of recent events the filter would pass.
+	FilterPreviewID = "filter-preview"
+	FilterBuilderID = "filter-builder"
 )
 
 // Form is the form's view model. Numbers stay strings so that what the user
@@ -33,6 +36,14 @@ type Form struct {
 	MaxAttempts, TimeoutMs, RatePerSec, Burst, MaxInFlight      string
 	FailureThreshold                                            string
 	Enabled                                                     bool
+
+	// FilterRows are the builder's field / operator / value rows (blank
+	// rows included, so the form works without JavaScript); FilterJSON is
+	// the part of the filter rows cannot express ($or, $not...), combined
+	// with the rows by AND.
+	FilterRows    []FilterRow
+	FilterJSON    string
+	FilterPreview FilterPreview
 
 	RetryWindow string
 	Preview     Preview
@@ -62,6 +73,32 @@ type Segment struct {
 	Macro   string
 	Known   bool
 	Missing bool
+}
+
+// FilterRow is one builder condition, as typed.
+type FilterRow struct{ Field, Op, Value string }
+
+// FilterOps are the builder's operators (the form's names for them).
+var FilterOps = []components.Option{
+	{Value: "eq", Label: "is"}, {Value: "ne", Label: "is not"},
+	{Value: "gt", Label: ">"}, {Value: "gte", Label: "≥"}, {Value: "lt", Label: "<"}, {Value: "lte", Label: "≤"},
+	{Value: "in", Label: "is one of"}, {Value: "nin", Label: "is none of"},
+	{Value: "exists", Label: "exists"}, {Value: "not_exists", Label: "does not exist"},
+}
+
+// FilterPreview is which recent events of the endpoint's types the filter
+// would deliver.
+type FilterPreview struct {
+	Error    string // the filter does not compile
+	NoFilter bool   // every event is delivered
+	Events   []PreviewEvent
+	Matched  int
+}
+
+// PreviewEvent is one recent event and whether the filter passes it.
+type PreviewEvent struct {
+	ID, Type, At, Excerpt string
+	Match                 bool
 }
 
 // Created is the page after creating an endpoint: the secret, once.
@@ -128,7 +165,7 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
+		"filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
 	var out []string
 	for _, k := range order {
 		if v, ok := m[k]; ok {
@@ -142,5 +179,7 @@ var labels = map[string]string{
 	"name": "Name", "kind": "Kind", "url": "URL", "method": "Method", "event_types": "Event types",
 	"headers": "Custom headers", "success_body_contains": "Success body", "max_attempts": "Max attempts",
 	"timeout_ms": "Timeout", "rate_per_sec": "Rate limit", "burst": "Burst", "max_in_flight": "In flight",
-	"failure_threshold": "Breaker threshold", "partner_id": "Partner",
+	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
 }
+
+func filterRowID(i int, part string) string { return "filter-" + part + "-" + strconv.Itoa(i) }

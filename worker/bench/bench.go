@@ -32,6 +32,7 @@ import (
 	"github.com/hookline/hookline/db/embedded"
 	"github.com/hookline/hookline/db/migrations"
 	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/signing"
@@ -56,6 +57,10 @@ type Options struct {
 	// data is truncated). Leave empty for the published figures: a fresh
 	// private cluster with fsync on.
 	DatabaseURL string
+	// Filter puts a payload filter on every endpoint, one every bench event
+	// passes (so the same deliveries are queued), to measure what
+	// evaluating filters at fan-out costs ingest.
+	Filter bool
 	// CPUProfile, when set, receives a pprof CPU profile of the worker
 	// phase alone.
 	CPUProfile io.Writer
@@ -237,7 +242,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 		return r, fmt.Errorf("naive: %w", err)
 	}
 	fmt.Fprintf(out, "  naive one-row       %8.0f deliveries/s  (hookline = %.1f × naive)\n", r.Naive.PerSecond(), r.Worker.PerSecond()/r.Naive.PerSecond())
-	fmt.Fprintf(out, "  ingest (batch API statements) %8.0f deliveries queued/s\n", r.Ingest.PerSecond())
+	filtered := ""
+	if o.Filter {
+		filtered = "  (payload filter on every endpoint)"
+	}
+	fmt.Fprintf(out, "  ingest (batch API statements) %8.0f deliveries queued/s%s\n", r.Ingest.PerSecond(), filtered)
 	return r, nil
 }
 
@@ -337,6 +346,15 @@ func raw(ctx context.Context, guard *ssrf.Guard, rcv *receiver, o Options, paylo
 	return Phase{Count: o.Deliveries, Duration: d}, ctx.Err()
 }
 
+// benchFilter is the filter Options.Filter puts on endpoint i: four
+// conditions of the common kinds (equality, numeric comparison, list
+// membership, inequality) that every bench payload passes. Each endpoint's
+// differs (the last condition names it), so none is evaluated once for
+// several endpoints: the worst case for fan-out.
+func benchFilter(i int) string {
+	return fmt.Sprintf(`{"type": "conversion.approved", "payout": {"$gte": 1}, "currency": {"$in": ["USD", "EUR", "BRL"]}, "click_id": {"$ne": "ep%d"}}`, i)
+}
+
 // seed creates the partner and endpoints (all subscribed to every type).
 func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *receiver, o Options) error {
 	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
@@ -348,7 +366,12 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 		return err
 	}
 	for i := range o.Endpoints {
+		var flt []byte
+		if o.Filter {
+			flt = []byte(benchFilter(i))
+		}
 		e, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
+			Filter:    flt,
 			PartnerID: p.ID, Name: fmt.Sprint("ep", i), Kind: "webhook", URL: fmt.Sprintf("%s/ep%d", rcv.url, i),
 			Method: "POST", EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 15000,
 			MaxInFlight: int32(max(8, 2*o.Concurrency/o.Endpoints)), FailureThreshold: 10, Enabled: true,
@@ -368,22 +391,37 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 	return nil
 }
 
-// queue stores events and fans them out with the ingest path's statements,
-// in batches of 1000 events like POST /api/v1/events/batch.
+// queue stores events and fans them out with the ingest path's statements
+// and its filter evaluation (web's storeEvents), in batches of 1000 events
+// like POST /api/v1/events/batch.
 func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (Phase, error) {
 	events := o.Deliveries / o.Endpoints
 	start := time.Now()
 	q := db.New(pool)
+	var cache filter.Cache
 	for done := 0; done < events; done += 1000 {
 		n := min(1000, events-done)
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			qt := q.WithTx(tx)
+			rows, err := qt.EndpointFilters(ctx)
+			if err != nil {
+				return err
+			}
+			filters := make([]filter.Endpoint, len(rows))
+			for i, r := range rows {
+				f, err := cache.Compile(r.Filter)
+				if err != nil {
+					return err
+				}
+				filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
+			}
 			ev := make([]db.EventInsertBatchParams, n)
 			fan := make([]db.DeliveryFanOutBatchParams, n)
 			for i := range n {
 				id, _ := uuid.NewV7()
 				ev[i] = db.EventInsertBatchParams{ID: id, Type: "conversion.approved", Payload: payload}
-				fan[i] = db.DeliveryFanOutBatchParams{EventID: id, EventType: "conversion.approved"}
+				fan[i] = db.DeliveryFanOutBatchParams{EventID: id, EventType: "conversion.approved",
+					ExcludedEndpointIds: filter.Rejecting(filters, payload)}
 			}
 			var berr error
 			qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
