@@ -7,12 +7,13 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
 
 const eventGet = `-- name: EventGet :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE id = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE id = $1
 `
 
 func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
@@ -25,12 +26,14 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 		&i.IdempotencyKey,
 		&i.PartnerID,
 		&i.CreatedAt,
+		&i.SearchKeys,
+		&i.SearchValues,
 	)
 	return i, err
 }
 
 const eventGetByIdempotencyKey = `-- name: EventGetByIdempotencyKey :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE idempotency_key = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = $1
 `
 
 func (q *Queries) EventGetByIdempotencyKey(ctx context.Context, idempotencyKey *string) (Event, error) {
@@ -43,12 +46,14 @@ func (q *Queries) EventGetByIdempotencyKey(ctx context.Context, idempotencyKey *
 		&i.IdempotencyKey,
 		&i.PartnerID,
 		&i.CreatedAt,
+		&i.SearchKeys,
+		&i.SearchValues,
 	)
 	return i, err
 }
 
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE idempotency_key = ANY($1::text[])
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = ANY($1::text[])
 `
 
 func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string) ([]Event, error) {
@@ -67,6 +72,8 @@ func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string)
 			&i.IdempotencyKey,
 			&i.PartnerID,
 			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
 		); err != nil {
 			return nil, err
 		}
@@ -87,4 +94,101 @@ SELECT pg_notify('hookline_deliveries', '')
 func (q *Queries) EventNotify(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, eventNotify)
 	return err
+}
+
+const eventPage = `-- name: EventPage :many
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ($1::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < ($1::timestamptz, $2::uuid))
+  AND ($3::timestamptz IS NULL OR ev.created_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR ev.created_at < $4::timestamptz)
+  AND ($5::text IS NULL OR ev.type = $5::text
+       OR (right($5::text, 1) = '*' AND starts_with(ev.type, left($5::text, -1))))
+  AND ($6::text IS NULL
+       OR ev.id = $7::uuid
+       OR ev.idempotency_key = $6::text
+       OR ev.search_values @> ARRAY[$6::text])
+  AND (($8::bigint IS NULL AND $9::bigint IS NULL AND $10::text IS NULL)
+       OR EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+                  WHERE d.event_id = ev.id
+                    AND ($8::bigint IS NULL OR d.endpoint_id = $8::bigint)
+                    AND ($9::bigint IS NULL OR e.partner_id = $9::bigint)
+                    AND ($10::text IS NULL OR d.status = $10::text))
+       OR ($8::bigint IS NULL AND $10::text IS NULL
+           AND ev.partner_id = $9::bigint))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $11::int
+`
+
+type EventPageParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Type            *string
+	Q               *string
+	QID             *uuid.UUID
+	EndpointID      *int64
+	PartnerID       *int64
+	Status          *string
+	RowLimit        int32
+}
+
+type EventPageRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// One page of the event log, newest first: events older than the cursor
+// (before_created_at, before_id) when one is given, so events stored
+// meanwhile never shift a page. q matches exactly the event id (q_id, when q
+// is a UUID), the idempotency key or any search-key value, each through its
+// own index. type matches exactly, or by prefix when it ends in "*".
+// endpoint_id, partner_id and status select events with at least one
+// delivery matching all of those given; partner_id alone also matches
+// events targeted at that partner that reached no endpoint. Reads only.
+func (q *Queries) EventPage(ctx context.Context, arg EventPageParams) ([]EventPageRow, error) {
+	rows, err := q.db.Query(ctx, eventPage,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Type,
+		arg.Q,
+		arg.QID,
+		arg.EndpointID,
+		arg.PartnerID,
+		arg.Status,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventPageRow{}
+	for rows.Next() {
+		var i EventPageRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
