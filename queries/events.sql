@@ -28,12 +28,9 @@ SELECT * FROM events WHERE idempotency_key = ANY(@keys::text[]);
 -- name: EventPage :many
 -- One page of the event log, newest first: events older than the cursor
 -- (before_created_at, before_id) when one is given, so events stored
--- meanwhile never shift a page. q matches exactly the event id (q_id, when q
--- is a UUID), the idempotency key or any search-key value, each through its
--- own index. type matches exactly, or by prefix when it ends in "*".
--- endpoint_id, partner_id and status select events with at least one
--- delivery matching all of those given; partner_id alone also matches
--- events targeted at that partner that reached no endpoint. Reads only.
+-- meanwhile never shift a page. type matches exactly, or by prefix when it
+-- ends in "*". A walk back over events_created. Filters on deliveries are
+-- EventPageByDelivery, a search EventSearch. Reads only.
 SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
 FROM events ev
 WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
@@ -42,17 +39,64 @@ WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
   AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
   AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
        OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
-  AND (sqlc.narg('q')::text IS NULL
-       OR ev.id = sqlc.narg('q_id')::uuid
-       OR ev.idempotency_key = sqlc.narg('q')::text
-       OR ev.search_values @> ARRAY[sqlc.narg('q')::text])
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
+-- name: EventPageByDelivery :many
+-- EventPage restricted to events with at least one delivery matching all
+-- of endpoint_id, partner_id (of its endpoint) and status that are given.
+-- The EXISTS is a plain semi-join, so the planner can walk the log probing
+-- each event's deliveries (deliveries_event_id_endpoint_id_key) when
+-- matches are common, or start from the deliveries of a rare status (its
+-- partial index) when they are not.
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR ev.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
+       OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
+  AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+              WHERE d.event_id = ev.id
+                AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+                AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+                AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
+-- name: EventSearch :many
+-- EventPageByDelivery for a search: the events whose id (q_id, when q is a
+-- UUID), idempotency key or any search-key value is exactly q. The matches
+-- are found first, each through its own index, in a materialized CTE: a
+-- search matches a handful of events, and left to itself the planner would
+-- rather walk the whole log newest first hoping to meet them (it cannot
+-- know a search value is nearly unique). The delivery filter is then a
+-- probe per match (a scalar subquery, never hashed over all deliveries).
+WITH found AS MATERIALIZED (
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE id = sqlc.narg('q_id')::uuid
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE idempotency_key = @q::text
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE search_values @> ARRAY[@q::text]
+)
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM found ev
+WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR ev.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
+       OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
   AND ((sqlc.narg('endpoint_id')::bigint IS NULL AND sqlc.narg('partner_id')::bigint IS NULL AND sqlc.narg('status')::text IS NULL)
-       OR EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-                  WHERE d.event_id = ev.id
-                    AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
-                    AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
-                    AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text))
-       OR (sqlc.narg('endpoint_id')::bigint IS NULL AND sqlc.narg('status')::text IS NULL
-           AND ev.partner_id = sqlc.narg('partner_id')::bigint))
+       OR (SELECT true FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+           WHERE d.event_id = ev.id
+             AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+             AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+             AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text)
+           LIMIT 1))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @row_limit::int;

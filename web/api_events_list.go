@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -43,7 +44,7 @@ func (s *Server) apiEventList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := db.EventPageParams{RowLimit: int32(limit + 1)}
+	p := db.EventPageByDeliveryParams{RowLimit: int32(limit + 1)}
 	if p.Since, p.Until, err = timeRangeParams(c); err != nil {
 		return err
 	}
@@ -66,12 +67,7 @@ func (s *Server) apiEventList(c echo.Context) error {
 		}
 		p.Type = &v
 	}
-	if v := c.QueryParam("q"); v != "" {
-		p.Q = &v
-		if id, err := uuid.Parse(v); err == nil {
-			p.QID = &id
-		}
-	}
+	q := c.QueryParam("q")
 	if v := c.QueryParam("cursor"); v != "" {
 		t, idText, ok := decodeCursor(v)
 		id, err := uuid.Parse(idText)
@@ -82,7 +78,7 @@ func (s *Server) apiEventList(c echo.Context) error {
 	}
 
 	ctx := c.Request().Context()
-	rows, err := s.q.EventPage(ctx, p)
+	rows, err := s.eventPage(ctx, p, q)
 	if err != nil {
 		return err
 	}
@@ -115,4 +111,42 @@ func (s *Server) apiEventList(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": out, "next_cursor": next})
+}
+
+// eventPage runs the statement that serves the filters best: EventPage,
+// EventPageByDelivery when a delivery filter is given, EventSearch for a
+// search q.
+func (s *Server) eventPage(ctx context.Context, p db.EventPageByDeliveryParams, q string) ([]db.EventPageRow, error) {
+	var rows []db.EventPageRow
+	switch {
+	case q != "":
+		sp := db.EventSearchParams{
+			Q: q, BeforeCreatedAt: p.BeforeCreatedAt, BeforeID: p.BeforeID, Since: p.Since, Until: p.Until,
+			Type: p.Type, EndpointID: p.EndpointID, PartnerID: p.PartnerID, Status: p.Status, RowLimit: p.RowLimit,
+		}
+		if id, err := uuid.Parse(q); err == nil {
+			sp.QID = &id
+		}
+		found, err := s.q.EventSearch(ctx, sp)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	case p.EndpointID != nil || p.PartnerID != nil || p.Status != nil:
+		found, err := s.q.EventPageByDelivery(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	default:
+		return s.q.EventPage(ctx, db.EventPageParams{
+			BeforeCreatedAt: p.BeforeCreatedAt, BeforeID: p.BeforeID, Since: p.Since, Until: p.Until,
+			Type: p.Type, RowLimit: p.RowLimit,
+		})
+	}
+	return rows, nil
 }

@@ -66,7 +66,8 @@ func TestAPIEventLogFilters(t *testing.T) {
 		"payload": map[string]any{"click_id": "9f1c2e", "payout": 12.5}})
 	order := env.postEventWith(map[string]any{"type": "order.created", "payload": map[string]any{"order_id": 1042, "cid": "shared-value"}})
 	paid := env.postEventWith(map[string]any{"type": "order.paid", "payload": map[string]any{"transaction_id": "shared-value"}})
-	// Targeted at Shop but of a type none of its endpoints takes: no delivery.
+	// Targeted at Shop but of a type none of its endpoints takes: no
+	// delivery, so no partner or endpoint filter finds it.
 	targeted := env.postEventWith(map[string]any{"type": "conversion.approved", "partner_id": shop, "payload": map[string]any{"subid": "s-1"}})
 
 	// order: Acme's delivery dead, Shop's delivered; paid: Shop's awaiting
@@ -93,7 +94,11 @@ func TestAPIEventLogFilters(t *testing.T) {
 		{"q: not a search key", url.Values{"q": {"12.5"}}, nil},
 		{"type exact", url.Values{"type": {"order.paid"}}, []string{paid}},
 		{"type prefix", url.Values{"type": {"order.*"}}, []string{paid, order}},
-		{"partner: its deliveries and events targeted at it", url.Values{"partner_id": {fmt.Sprint(shop)}}, []string{targeted, paid, order}},
+		{"partner: events with a delivery to its endpoints", url.Values{"partner_id": {fmt.Sprint(shop)}}, []string{paid, order}},
+		{"partner and endpoint", url.Values{"partner_id": {fmt.Sprint(shop)}, "endpoint_id": {fmt.Sprint(hook.ID)}}, nil},
+		{"type and status", url.Values{"type": {"order.*"}, "status": {"in_flight"}}, []string{paid}},
+		{"q and endpoint", url.Values{"q": {"shared-value"}, "endpoint_id": {fmt.Sprint(orders.ID)}}, []string{paid, order}},
+		{"q and type", url.Values{"q": {"shared-value"}, "type": {"order.paid"}}, []string{paid}},
 		{"partner with status", url.Values{"partner_id": {fmt.Sprint(shop)}, "status": {"delivered"}}, []string{order}},
 		{"endpoint", url.Values{"endpoint_id": {fmt.Sprint(orders.ID)}}, []string{paid, order}},
 		{"status pending", url.Values{"status": {"pending"}}, []string{conv}},
