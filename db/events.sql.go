@@ -211,9 +211,9 @@ type EventPageByDeliveryRow struct {
 // EventPage restricted to events with at least one delivery matching all
 // of endpoint_id, partner_id (of its endpoint) and status that are given.
 // The EXISTS is a plain semi-join, so the planner can walk the log probing
-// each event's deliveries (deliveries_event_id_endpoint_id_key) when
-// matches are common, or start from the deliveries of a rare status (its
-// partial index) when they are not.
+// each event's deliveries (deliveries_event_id_endpoint_id_key, or
+// deliveries_dead_event for dead ones) when matches are common, or start
+// from the deliveries of a rare status when they are not.
 func (q *Queries) EventPageByDelivery(ctx context.Context, arg EventPageByDeliveryParams) ([]EventPageByDeliveryRow, error) {
 	rows, err := q.db.Query(ctx, eventPageByDelivery,
 		arg.BeforeCreatedAt,

@@ -46,9 +46,9 @@ LIMIT @row_limit::int;
 -- EventPage restricted to events with at least one delivery matching all
 -- of endpoint_id, partner_id (of its endpoint) and status that are given.
 -- The EXISTS is a plain semi-join, so the planner can walk the log probing
--- each event's deliveries (deliveries_event_id_endpoint_id_key) when
--- matches are common, or start from the deliveries of a rare status (its
--- partial index) when they are not.
+-- each event's deliveries (deliveries_event_id_endpoint_id_key, or
+-- deliveries_dead_event for dead ones) when matches are common, or start
+-- from the deliveries of a rare status when they are not.
 SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
 FROM events ev
 WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
