@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -365,6 +366,7 @@ type config struct {
 	ShutdownGrace time.Duration
 	Concurrency   int
 	Retention     worker.Retention
+	SearchKeys    []string // payload fields the event log is searched by
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -381,6 +383,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownGrace: 20 * time.Second,
 		Concurrency:   256,
 		Retention:     worker.DefaultRetention(),
+		SearchKeys:    web.DefaultSearchKeys(),
 	}
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
@@ -463,7 +466,46 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.Concurrency = n
 	}
+	if v := getenv("HOOKLINE_SEARCH_KEYS"); v != "" {
+		keys, err := parseSearchKeys(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HOOKLINE_SEARCH_KEYS %q: %w", v, err))
+		}
+		c.SearchKeys = keys
+	}
 	return c, errors.Join(errs...)
+}
+
+// searchKeyName is what HOOKLINE_SEARCH_KEYS accepts as a payload field
+// name: the spellings of identifiers in trackers' and shops' payloads.
+var searchKeyName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,100}$`)
+
+// maxSearchKeys bounds HOOKLINE_SEARCH_KEYS: each key is looked up in every
+// payload at ingest.
+const maxSearchKeys = 50
+
+// parseSearchKeys reads a comma-separated list of top-level payload field
+// names, each once.
+func parseSearchKeys(v string) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			return nil, errors.New("want comma-separated field names such as click_id,order_id (an empty name)")
+		case !searchKeyName.MatchString(k):
+			return nil, fmt.Errorf("field name %q: want 1-100 letters, digits, _ . : -", k)
+		case seen[k]:
+			return nil, fmt.Errorf("field name %q given twice", k)
+		}
+		seen[k] = true
+		keys = append(keys, k)
+	}
+	if len(keys) > maxSearchKeys {
+		return nil, fmt.Errorf("at most %d field names", maxSearchKeys)
+	}
+	return keys, nil
 }
 
 func envOr(getenv func(string) string, name, def string) string {
@@ -726,6 +768,7 @@ func (a *app) webServer() (*web.Server, error) {
 		Version:      version,
 		Logger:       a.log,
 		Registry:     a.reg,
+		SearchKeys:   a.cfg.SearchKeys,
 	})
 }
 

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/hookline/hookline/web"
 )
 
 // TestMain fails the package when a test leaves a goroutine running: every
@@ -66,6 +70,25 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{"bad retention", map[string]string{"HOOKLINE_RETAIN_ATTEMPTS": "1s"}, "HOOKLINE_RETAIN_ATTEMPTS", nil},
 		{"log level", map[string]string{"HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_LOG_LEVEL", nil},
+		{"search keys default", nil, "", func(t *testing.T, c config) {
+			if !slices.Equal(c.SearchKeys, web.DefaultSearchKeys()) || !slices.Contains(c.SearchKeys, "click_id") {
+				t.Fatal(c.SearchKeys)
+			}
+		}},
+		{"search keys replace the list", map[string]string{"HOOKLINE_SEARCH_KEYS": " conv_id, lead.id ,tid"}, "", func(t *testing.T, c config) {
+			if !slices.Equal(c.SearchKeys, []string{"conv_id", "lead.id", "tid"}) {
+				t.Fatal(c.SearchKeys)
+			}
+		}},
+		{"search keys: empty name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click_id,,cid"}, "HOOKLINE_SEARCH_KEYS", nil},
+		{"search keys: bad name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click id"}, `HOOKLINE_SEARCH_KEYS "click id": field name "click id"`, nil},
+		{"search keys: twice", map[string]string{"HOOKLINE_SEARCH_KEYS": "cid,cid"}, `field name "cid" given twice`, nil},
+		{"search keys: too many", map[string]string{"HOOKLINE_SEARCH_KEYS": fieldNames(51)}, "HOOKLINE_SEARCH_KEYS \"k0,k1,", nil},
+		{"search keys: fifty", map[string]string{"HOOKLINE_SEARCH_KEYS": fieldNames(50)}, "", func(t *testing.T, c config) {
+			if len(c.SearchKeys) != 50 {
+				t.Fatal(c.SearchKeys)
+			}
+		}},
 		{"several errors at once", map[string]string{"HOOKLINE_ADDR": "x", "HOOKLINE_MAX_BODY_BYTES": "y"}, "HOOKLINE_MAX_BODY_BYTES", nil},
 		{"several errors at once, each by name", map[string]string{"HOOKLINE_ADDR": ":99999", "HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_ADDR \":99999\": want a port between 1 and 65535, such as :8080\nHOOKLINE_LOG_LEVEL", nil},
 	}
@@ -84,4 +107,13 @@ func TestLoadConfig(t *testing.T) {
 			tc.check(t, c)
 		})
 	}
+}
+
+// fieldNames is "k0,k1,...", n distinct payload field names.
+func fieldNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprint("k", i)
+	}
+	return strings.Join(names, ",")
 }

@@ -113,8 +113,9 @@ func (b *DeliveryFanOutBatchBatchResults) Close() error {
 }
 
 const eventInsertBatch = `-- name: EventInsertBatch :batchone
-INSERT INTO events (id, type, payload, idempotency_key, partner_id)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+VALUES ($1, $2, $3, $4, $5,
+        $6::text[], $7::text[])
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id
 `
@@ -131,12 +132,16 @@ type EventInsertBatchParams struct {
 	Payload        []byte
 	IdempotencyKey *string
 	PartnerID      *int64
+	SearchKeys     []string
+	SearchValues   []string
 }
 
 // Stores events in one round trip. An idempotency key already used inserts
 // nothing and returns no row (pgx.ErrNoRows for that item): the caller
 // answers with the original event. ON CONFLICT waits for a concurrent insert
 // of the same key to commit, so two racing requests cannot both create it.
+// search_keys/search_values are the payload's search keys, extracted by the
+// caller (NULL when it has none).
 func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchParams) *EventInsertBatchBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -146,6 +151,8 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchPa
 			a.Payload,
 			a.IdempotencyKey,
 			a.PartnerID,
+			a.SearchKeys,
+			a.SearchValues,
 		}
 		batch.Queue(eventInsertBatch, vals...)
 	}

@@ -152,6 +152,33 @@ func (q *Queries) DeliveryRefsByEvents(ctx context.Context, eventIds []uuid.UUID
 	return items, nil
 }
 
+const deliveryResend = `-- name: DeliveryResend :one
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.id = $1 AND d.status <> 'in_flight'
+RETURNING d.id, d.status
+`
+
+type DeliveryResendRow struct {
+	ID     int64
+	Status string
+}
+
+// Sends a delivery again, whatever its state but in flight (a partner may
+// have lost a delivered one): as a dead-letter replay does, it gets a fresh
+// attempt budget (attempt numbers keep counting), is due now and goes
+// through the breaker and rate limit; the same event id (webhook-id) is
+// sent. No row when it is in flight (the worker holds it) or unknown.
+func (q *Queries) DeliveryResend(ctx context.Context, id int64) (DeliveryResendRow, error) {
+	row := q.db.QueryRow(ctx, deliveryResend, id)
+	var i DeliveryResendRow
+	err := row.Scan(&i.ID, &i.Status)
+	return i, err
+}
+
 const endpointDeadCounts = `-- name: EndpointDeadCounts :many
 SELECT endpoint_id, count(*)::bigint AS dead
 FROM deliveries

@@ -126,8 +126,11 @@ WHERE a.endpoint_id = $1
   AND ($2::timestamptz IS NULL
        OR (a.started_at, a.id) < ($2::timestamptz, $3::bigint))
   AND (NOT $4::bool OR a.outcome <> 'ok')
+  AND (NOT coalesce($5::bool, false) OR a.outcome = 'ok')
+  AND ($6::timestamptz IS NULL OR a.started_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR a.started_at < $7::timestamptz)
 ORDER BY a.started_at DESC, a.id DESC
-LIMIT $5::int
+LIMIT $8::int
 `
 
 type AttemptPageByEndpointParams struct {
@@ -135,6 +138,9 @@ type AttemptPageByEndpointParams struct {
 	BeforeStartedAt *time.Time
 	BeforeID        *int64
 	FailuresOnly    bool
+	OkOnly          *bool
+	Since           *time.Time
+	Until           *time.Time
 	RowLimit        int32
 }
 
@@ -155,7 +161,8 @@ type AttemptPageByEndpointRow struct {
 
 // One page of an endpoint's attempts, newest first: those older than the
 // cursor (before_started_at, before_id) when one is given, failures only
-// when @failures_only. Keyset paging over delivery_attempts_endpoint: a
+// when @failures_only, successes only when ok_only, started in [since,
+// until) when given. Keyset paging over delivery_attempts_endpoint: a
 // page costs the same however far back it is, and attempts written
 // meanwhile never shift a page.
 func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEndpointParams) ([]AttemptPageByEndpointRow, error) {
@@ -164,6 +171,9 @@ func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEn
 		arg.BeforeStartedAt,
 		arg.BeforeID,
 		arg.FailuresOnly,
+		arg.OkOnly,
+		arg.Since,
+		arg.Until,
 		arg.RowLimit,
 	)
 	if err != nil {

@@ -7,12 +7,13 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
 
 const eventGet = `-- name: EventGet :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE id = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE id = $1
 `
 
 func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
@@ -25,12 +26,14 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 		&i.IdempotencyKey,
 		&i.PartnerID,
 		&i.CreatedAt,
+		&i.SearchKeys,
+		&i.SearchValues,
 	)
 	return i, err
 }
 
 const eventGetByIdempotencyKey = `-- name: EventGetByIdempotencyKey :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE idempotency_key = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = $1
 `
 
 func (q *Queries) EventGetByIdempotencyKey(ctx context.Context, idempotencyKey *string) (Event, error) {
@@ -43,12 +46,14 @@ func (q *Queries) EventGetByIdempotencyKey(ctx context.Context, idempotencyKey *
 		&i.IdempotencyKey,
 		&i.PartnerID,
 		&i.CreatedAt,
+		&i.SearchKeys,
+		&i.SearchValues,
 	)
 	return i, err
 }
 
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
-SELECT id, type, payload, idempotency_key, partner_id, created_at FROM events WHERE idempotency_key = ANY($1::text[])
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = ANY($1::text[])
 `
 
 func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string) ([]Event, error) {
@@ -67,6 +72,8 @@ func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string)
 			&i.IdempotencyKey,
 			&i.PartnerID,
 			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
 		); err != nil {
 			return nil, err
 		}
@@ -87,4 +94,261 @@ SELECT pg_notify('hookline_deliveries', '')
 func (q *Queries) EventNotify(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, eventNotify)
 	return err
+}
+
+const eventPage = `-- name: EventPage :many
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ($1::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < ($1::timestamptz, $2::uuid))
+  AND ($3::timestamptz IS NULL OR ev.created_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR ev.created_at < $4::timestamptz)
+  AND ($5::text IS NULL OR ev.type = $5::text
+       OR (right($5::text, 1) = '*' AND starts_with(ev.type, left($5::text, -1))))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $6::int
+`
+
+type EventPageParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Type            *string
+	RowLimit        int32
+}
+
+type EventPageRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// One page of the event log, newest first: events older than the cursor
+// (before_created_at, before_id) when one is given, so events stored
+// meanwhile never shift a page. type matches exactly, or by prefix when it
+// ends in "*". A walk back over events_created. Filters on deliveries are
+// EventPageByDelivery, a search EventSearch. Reads only.
+func (q *Queries) EventPage(ctx context.Context, arg EventPageParams) ([]EventPageRow, error) {
+	rows, err := q.db.Query(ctx, eventPage,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Type,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventPageRow{}
+	for rows.Next() {
+		var i EventPageRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventPageByDelivery = `-- name: EventPageByDelivery :many
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ($1::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < ($1::timestamptz, $2::uuid))
+  AND ($3::timestamptz IS NULL OR ev.created_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR ev.created_at < $4::timestamptz)
+  AND ($5::text IS NULL OR ev.type = $5::text
+       OR (right($5::text, 1) = '*' AND starts_with(ev.type, left($5::text, -1))))
+  AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+              WHERE d.event_id = ev.id
+                AND ($6::bigint IS NULL OR d.endpoint_id = $6::bigint)
+                AND ($7::bigint IS NULL OR e.partner_id = $7::bigint)
+                AND ($8::text IS NULL OR d.status = $8::text))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $9::int
+`
+
+type EventPageByDeliveryParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Type            *string
+	EndpointID      *int64
+	PartnerID       *int64
+	Status          *string
+	RowLimit        int32
+}
+
+type EventPageByDeliveryRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// EventPage restricted to events with at least one delivery matching all
+// of endpoint_id, partner_id (of its endpoint) and status that are given.
+// The EXISTS is a plain semi-join, so the planner can walk the log probing
+// each event's deliveries (deliveries_event_id_endpoint_id_key, or
+// deliveries_dead_event for dead ones) when matches are common, or start
+// from the deliveries of a rare status when they are not.
+func (q *Queries) EventPageByDelivery(ctx context.Context, arg EventPageByDeliveryParams) ([]EventPageByDeliveryRow, error) {
+	rows, err := q.db.Query(ctx, eventPageByDelivery,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Type,
+		arg.EndpointID,
+		arg.PartnerID,
+		arg.Status,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventPageByDeliveryRow{}
+	for rows.Next() {
+		var i EventPageByDeliveryRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventSearch = `-- name: EventSearch :many
+WITH found AS MATERIALIZED (
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE id = $10::uuid
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE idempotency_key = $11::text
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE search_values @> ARRAY[$11::text]
+)
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM found ev
+WHERE ($1::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < ($1::timestamptz, $2::uuid))
+  AND ($3::timestamptz IS NULL OR ev.created_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR ev.created_at < $4::timestamptz)
+  AND ($5::text IS NULL OR ev.type = $5::text
+       OR (right($5::text, 1) = '*' AND starts_with(ev.type, left($5::text, -1))))
+  AND (($6::bigint IS NULL AND $7::bigint IS NULL AND $8::text IS NULL)
+       OR (SELECT true FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+           WHERE d.event_id = ev.id
+             AND ($6::bigint IS NULL OR d.endpoint_id = $6::bigint)
+             AND ($7::bigint IS NULL OR e.partner_id = $7::bigint)
+             AND ($8::text IS NULL OR d.status = $8::text)
+           LIMIT 1))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $9::int
+`
+
+type EventSearchParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Type            *string
+	EndpointID      *int64
+	PartnerID       *int64
+	Status          *string
+	RowLimit        int32
+	QID             *uuid.UUID
+	Q               string
+}
+
+type EventSearchRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// EventPageByDelivery for a search: the events whose id (q_id, when q is a
+// UUID), idempotency key or any search-key value is exactly q. The matches
+// are found first, each through its own index, in a materialized CTE: a
+// search matches a handful of events, and left to itself the planner would
+// rather walk the whole log newest first hoping to meet them (it cannot
+// know a search value is nearly unique). The delivery filter is then a
+// probe per match (a scalar subquery, never hashed over all deliveries).
+func (q *Queries) EventSearch(ctx context.Context, arg EventSearchParams) ([]EventSearchRow, error) {
+	rows, err := q.db.Query(ctx, eventSearch,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Type,
+		arg.EndpointID,
+		arg.PartnerID,
+		arg.Status,
+		arg.RowLimit,
+		arg.QID,
+		arg.Q,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventSearchRow{}
+	for rows.Next() {
+		var i EventSearchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -133,6 +133,8 @@ type Event struct {
 	IdempotencyKey *string
 	PartnerID      *int64
 	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
 }
 
 type LatencyHistogram struct {

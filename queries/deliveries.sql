@@ -56,3 +56,17 @@ WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed', 'in_flight'
 
 -- name: DeliveryGet :one
 SELECT * FROM deliveries WHERE id = @id;
+
+-- name: DeliveryResend :one
+-- Sends a delivery again, whatever its state but in flight (a partner may
+-- have lost a delivered one): as a dead-letter replay does, it gets a fresh
+-- attempt budget (attempt numbers keep counting), is due now and goes
+-- through the breaker and rate limit; the same event id (webhook-id) is
+-- sent. No row when it is in flight (the worker holds it) or unknown.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.id = @id AND d.status <> 'in_flight'
+RETURNING d.id, d.status;

@@ -19,7 +19,8 @@ LIMIT @row_limit::int;
 -- name: AttemptPageByEndpoint :many
 -- One page of an endpoint's attempts, newest first: those older than the
 -- cursor (before_started_at, before_id) when one is given, failures only
--- when @failures_only. Keyset paging over delivery_attempts_endpoint: a
+-- when @failures_only, successes only when ok_only, started in [since,
+-- until) when given. Keyset paging over delivery_attempts_endpoint: a
 -- page costs the same however far back it is, and attempts written
 -- meanwhile never shift a page.
 SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
@@ -30,5 +31,8 @@ WHERE a.endpoint_id = @endpoint_id
   AND (sqlc.narg('before_started_at')::timestamptz IS NULL
        OR (a.started_at, a.id) < (sqlc.narg('before_started_at')::timestamptz, sqlc.narg('before_id')::bigint))
   AND (NOT @failures_only::bool OR a.outcome <> 'ok')
+  AND (NOT coalesce(sqlc.narg('ok_only')::bool, false) OR a.outcome = 'ok')
+  AND (sqlc.narg('since')::timestamptz IS NULL OR a.started_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR a.started_at < sqlc.narg('until')::timestamptz)
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;

@@ -14,10 +14,89 @@ SELECT pg_notify('hookline_deliveries', '');
 -- nothing and returns no row (pgx.ErrNoRows for that item): the caller
 -- answers with the original event. ON CONFLICT waits for a concurrent insert
 -- of the same key to commit, so two racing requests cannot both create it.
-INSERT INTO events (id, type, payload, idempotency_key, partner_id)
-VALUES (@id, @type, @payload, sqlc.narg('idempotency_key'), sqlc.narg('partner_id'))
+-- search_keys/search_values are the payload's search keys, extracted by the
+-- caller (NULL when it has none).
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+VALUES (@id, @type, @payload, sqlc.narg('idempotency_key'), sqlc.narg('partner_id'),
+        sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[])
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
 
 -- name: EventListByIdempotencyKeys :many
 SELECT * FROM events WHERE idempotency_key = ANY(@keys::text[]);
+
+-- name: EventPage :many
+-- One page of the event log, newest first: events older than the cursor
+-- (before_created_at, before_id) when one is given, so events stored
+-- meanwhile never shift a page. type matches exactly, or by prefix when it
+-- ends in "*". A walk back over events_created. Filters on deliveries are
+-- EventPageByDelivery, a search EventSearch. Reads only.
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR ev.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
+       OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
+-- name: EventPageByDelivery :many
+-- EventPage restricted to events with at least one delivery matching all
+-- of endpoint_id, partner_id (of its endpoint) and status that are given.
+-- The EXISTS is a plain semi-join, so the planner can walk the log probing
+-- each event's deliveries (deliveries_event_id_endpoint_id_key, or
+-- deliveries_dead_event for dead ones) when matches are common, or start
+-- from the deliveries of a rare status when they are not.
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR ev.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
+       OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
+  AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+              WHERE d.event_id = ev.id
+                AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+                AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+                AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
+-- name: EventSearch :many
+-- EventPageByDelivery for a search: the events whose id (q_id, when q is a
+-- UUID), idempotency key or any search-key value is exactly q. The matches
+-- are found first, each through its own index, in a materialized CTE: a
+-- search matches a handful of events, and left to itself the planner would
+-- rather walk the whole log newest first hoping to meet them (it cannot
+-- know a search value is nearly unique). The delivery filter is then a
+-- probe per match (a scalar subquery, never hashed over all deliveries).
+WITH found AS MATERIALIZED (
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE id = sqlc.narg('q_id')::uuid
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE idempotency_key = @q::text
+    UNION
+    SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
+    FROM events WHERE search_values @> ARRAY[@q::text]
+)
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM found ev
+WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
+       OR (ev.created_at, ev.id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR ev.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
+       OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
+  AND ((sqlc.narg('endpoint_id')::bigint IS NULL AND sqlc.narg('partner_id')::bigint IS NULL AND sqlc.narg('status')::text IS NULL)
+       OR (SELECT true FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+           WHERE d.event_id = ev.id
+             AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+             AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+             AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text)
+           LIMIT 1))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;

@@ -188,8 +188,10 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		params := make([]db.EventInsertBatchParams, len(ok))
+		keys := newSearchKeySet(s.cfg.SearchKeys)
 		for i, v := range ok {
 			params[i] = db.EventInsertBatchParams{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
+			params[i].SearchKeys, params[i].SearchValues = keys.extract(v.payload)
 		}
 		inserted := make([]bool, len(ok))
 		var batchErr error

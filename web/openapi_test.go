@@ -127,3 +127,49 @@ func TestOpenAPIEndpointRanges(t *testing.T) {
 		t.Errorf("url maxLength documented %v, enforced %d", p.MaxLength, maxURLLength)
 	}
 }
+
+// TestOpenAPIPagedQueryParameters keeps the documented query parameters of
+// the paged logs true: each typed one is read by the handler, which answers
+// a malformed value with a 422 naming it.
+func TestOpenAPIPagedQueryParameters(t *testing.T) {
+	env := newEnv(t)
+	rec := env.do(http.MethodGet, "/api/openapi.json", nil)
+	mustStatus(t, rec, http.StatusOK)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				In     string `json:"in"`
+				Schema struct {
+					Type   string   `json:"type"`
+					Format string   `json:"format"`
+					Enum   []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, concrete := range map[string]string{
+		"/api/v1/events":                  "/api/v1/events",
+		"/api/v1/endpoints/{id}/attempts": "/api/v1/endpoints/1/attempts",
+	} {
+		params := doc.Paths[path]["get"].Parameters
+		checked := 0
+		for _, p := range params {
+			if p.In != "query" {
+				continue
+			}
+			if p.Schema.Type == "integer" || p.Schema.Format == "date-time" || len(p.Schema.Enum) > 0 || p.Name == "cursor" {
+				checked++
+				t.Run(path+"?"+p.Name, func(t *testing.T) {
+					mustError(t, env.do(http.MethodGet, concrete+"?"+p.Name+"=%21bad", nil), http.StatusUnprocessableEntity, p.Name)
+				})
+			}
+		}
+		if checked < 5 {
+			t.Fatalf("%s: only %d typed query parameters documented", path, checked)
+		}
+	}
+}

@@ -42,6 +42,9 @@ type Config struct {
 	// Registry collects the process's metrics, served at /metrics; the
 	// server adds the queue collector. A private one when nil.
 	Registry *prometheus.Registry
+	// SearchKeys are the top-level payload fields stored at ingest for
+	// the event log's search; DefaultSearchKeys when nil.
+	SearchKeys []string
 }
 
 // Server is the HTTP handler for everything hookline serves.

@@ -1,0 +1,92 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+)
+
+type endpointAttemptJSON struct {
+	ID              int64     `json:"id"`
+	DeliveryID      int64     `json:"delivery_id"`
+	EventID         uuid.UUID `json:"event_id"`
+	AttemptNo       int32     `json:"attempt_no"`
+	StartedAt       time.Time `json:"started_at"`
+	DurationMs      float64   `json:"duration_ms"`
+	Outcome         string    `json:"outcome"`
+	StatusCode      *int32    `json:"status_code"`
+	ErrorClass      *string   `json:"error_class"`
+	Error           *string   `json:"error"`
+	ResponseExcerpt *string   `json:"response_excerpt"`
+	DeliveryStatus  string    `json:"delivery_status"`
+}
+
+// apiEndpointAttempts: GET /api/v1/endpoints/:id/attempts — an endpoint's
+// attempt log, newest first, paged by an opaque cursor:
+// ?outcome=ok|failed&since=&until=&limit=&cursor=.
+func (s *Server) apiEndpointAttempts(c echo.Context) error {
+	id, err := pathID(c, "endpoint")
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	p := db.AttemptPageByEndpointParams{EndpointID: id, RowLimit: int32(limit + 1)}
+	if p.Since, p.Until, err = timeRangeParams(c); err != nil {
+		return err
+	}
+	switch c.QueryParam("outcome") {
+	case "":
+	case "ok":
+		ok := true
+		p.OkOnly = &ok
+	case "failed":
+		p.FailuresOnly = true
+	default:
+		return invalidField("outcome", "must be ok or failed")
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		t, idText, ok := decodeCursor(v)
+		aid, err := strconv.ParseInt(idText, 10, 64)
+		if !ok || err != nil {
+			return invalidField("cursor", "is not a cursor from this list; pass next_cursor unchanged")
+		}
+		p.BeforeStartedAt, p.BeforeID = &t, &aid
+	}
+	ctx := c.Request().Context()
+	if _, err := s.q.EndpointGet(ctx, id); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("endpoint")
+		}
+		return err
+	}
+	rows, err := s.q.AttemptPageByEndpoint(ctx, p)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		cur := encodeCursor(last.StartedAt, strconv.FormatInt(last.ID, 10))
+		next = &cur
+	}
+	out := make([]endpointAttemptJSON, len(rows))
+	for i, a := range rows {
+		out[i] = endpointAttemptJSON{
+			ID: a.ID, DeliveryID: a.DeliveryID, EventID: a.EventID, AttemptNo: a.AttemptNo, StartedAt: a.StartedAt,
+			DurationMs: a.DurationMs, Outcome: a.Outcome, StatusCode: a.StatusCode, ErrorClass: a.ErrorClass,
+			Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, DeliveryStatus: a.DeliveryStatus,
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": out, "next_cursor": next})
+}

@@ -1,0 +1,152 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+)
+
+// deliveryStatusFilter maps the event log's status names to stored ones:
+// awaiting_retry is a delivery that failed and waits for its next attempt
+// (stored as failed, also accepted).
+var deliveryStatusFilter = map[string]string{
+	"pending":        "pending",
+	"awaiting_retry": "failed",
+	"failed":         "failed",
+	"in_flight":      "in_flight",
+	"delivered":      "delivered",
+	"dead":           "dead",
+}
+
+type eventLogEntry struct {
+	ID             uuid.UUID         `json:"id"`
+	Type           string            `json:"type"`
+	CreatedAt      time.Time         `json:"created_at"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	PartnerID      *int64            `json:"partner_id"`
+	SearchKeys     map[string]string `json:"search_keys"`
+	Deliveries     []deliveryRef     `json:"deliveries"`
+}
+
+// maxEventTypeFilter is the longest type filter: a type (200) and a "*".
+const maxEventTypeFilter = 201
+
+// apiEventList: GET /api/v1/events — the event log, newest first, filtered
+// and paged by an opaque cursor:
+// ?q=&type=&partner_id=&endpoint_id=&status=&since=&until=&limit=&cursor=.
+func (s *Server) apiEventList(c echo.Context) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	p := db.EventPageByDeliveryParams{RowLimit: int32(limit + 1)}
+	if p.Since, p.Until, err = timeRangeParams(c); err != nil {
+		return err
+	}
+	if p.PartnerID, err = idParam(c, "partner_id"); err != nil {
+		return err
+	}
+	if p.EndpointID, err = idParam(c, "endpoint_id"); err != nil {
+		return err
+	}
+	if v := c.QueryParam("status"); v != "" {
+		st, ok := deliveryStatusFilter[v]
+		if !ok {
+			return invalidField("status", "must be one of pending, awaiting_retry, in_flight, delivered, dead")
+		}
+		p.Status = &st
+	}
+	if v := c.QueryParam("type"); v != "" {
+		if len(v) > maxEventTypeFilter {
+			return invalidField("type", "must be an event type (at most 200 characters), or a prefix ending in *")
+		}
+		p.Type = &v
+	}
+	q := c.QueryParam("q")
+	if v := c.QueryParam("cursor"); v != "" {
+		t, idText, ok := decodeCursor(v)
+		id, err := uuid.Parse(idText)
+		if !ok || err != nil {
+			return invalidField("cursor", "is not a cursor from this list; pass next_cursor unchanged")
+		}
+		p.BeforeCreatedAt, p.BeforeID = &t, &id
+	}
+
+	ctx := c.Request().Context()
+	rows, err := s.eventPage(ctx, p, q)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		cur := encodeCursor(last.CreatedAt, last.ID.String())
+		next = &cur
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	refs := map[uuid.UUID][]deliveryRef{}
+	if len(ids) > 0 {
+		rs, err := s.q.DeliveryRefsByEvents(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			refs[r.EventID] = append(refs[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
+		}
+	}
+	out := make([]eventLogEntry, len(rows))
+	for i, r := range rows {
+		out[i] = eventLogEntry{
+			ID: r.ID, Type: r.Type, CreatedAt: r.CreatedAt, IdempotencyKey: r.IdempotencyKey, PartnerID: r.PartnerID,
+			SearchKeys: searchKeyMap(r.SearchKeys, r.SearchValues), Deliveries: nonNil(refs[r.ID]),
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": out, "next_cursor": next})
+}
+
+// eventPage runs the statement that serves the filters best: EventPage,
+// EventPageByDelivery when a delivery filter is given, EventSearch for a
+// search q.
+func (s *Server) eventPage(ctx context.Context, p db.EventPageByDeliveryParams, q string) ([]db.EventPageRow, error) {
+	var rows []db.EventPageRow
+	switch {
+	case q != "":
+		sp := db.EventSearchParams{
+			Q: q, BeforeCreatedAt: p.BeforeCreatedAt, BeforeID: p.BeforeID, Since: p.Since, Until: p.Until,
+			Type: p.Type, EndpointID: p.EndpointID, PartnerID: p.PartnerID, Status: p.Status, RowLimit: p.RowLimit,
+		}
+		if id, err := uuid.Parse(q); err == nil {
+			sp.QID = &id
+		}
+		found, err := s.q.EventSearch(ctx, sp)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	case p.EndpointID != nil || p.PartnerID != nil || p.Status != nil:
+		found, err := s.q.EventPageByDelivery(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	default:
+		return s.q.EventPage(ctx, db.EventPageParams{
+			BeforeCreatedAt: p.BeforeCreatedAt, BeforeID: p.BeforeID, Since: p.Since, Until: p.Until,
+			Type: p.Type, RowLimit: p.RowLimit,
+		})
+	}
+	return rows, nil
+}

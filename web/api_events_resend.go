@@ -1,0 +1,58 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+)
+
+// apiDeliveryResend: POST /api/v1/deliveries/:id/resend → 202 {id, status}.
+// Any delivery but one in flight, delivered ones included (the partner
+// lost it): it is queued again with the same webhook-id, audited.
+func (s *Server) apiDeliveryResend(c echo.Context) error {
+	id, err := pathID(c, "delivery")
+	if err != nil {
+		return err
+	}
+	status, err := s.resend(c.Request().Context(), id, apiKeyOf(c).actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"id": id, "status": status})
+}
+
+// resend makes one delivery pending again, due now, with a fresh attempt
+// budget (DeliveryResend), audits it and wakes the workers. The worker
+// sends it through the endpoint's breaker and rate limit like any other.
+func (s *Server) resend(ctx context.Context, id int64, actor string) (string, error) {
+	var status string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		before, err := q.DeliveryGet(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("delivery")
+		}
+		if err != nil {
+			return err
+		}
+		row, err := q.DeliveryResend(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// In flight, now or since it was read: the worker holds it.
+			return conflict("", "the delivery is being sent right now; resend it once the attempt has finished")
+		}
+		if err != nil {
+			return err
+		}
+		status = row.Status
+		if err := audit(ctx, q, actor, "delivery.resend", "delivery", id, map[string]any{
+			"event_id": before.EventID.String(), "endpoint_id": before.EndpointID, "previous_status": before.Status,
+		}); err != nil {
+			return err
+		}
+		return q.EventNotify(ctx)
+	})
+	return status, err
+}
