@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -13,19 +12,14 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
+// endpointAttemptJSON is an attempt as the event read shows it, with the
+// ids that place it in the endpoint's log.
 type endpointAttemptJSON struct {
-	ID              int64     `json:"id"`
-	DeliveryID      int64     `json:"delivery_id"`
-	EventID         uuid.UUID `json:"event_id"`
-	AttemptNo       int32     `json:"attempt_no"`
-	StartedAt       time.Time `json:"started_at"`
-	DurationMs      float64   `json:"duration_ms"`
-	Outcome         string    `json:"outcome"`
-	StatusCode      *int32    `json:"status_code"`
-	ErrorClass      *string   `json:"error_class"`
-	Error           *string   `json:"error"`
-	ResponseExcerpt *string   `json:"response_excerpt"`
-	DeliveryStatus  string    `json:"delivery_status"`
+	ID         int64     `json:"id"`
+	DeliveryID int64     `json:"delivery_id"`
+	EventID    uuid.UUID `json:"event_id"`
+	attemptJSON
+	DeliveryStatus string `json:"delivery_status"`
 }
 
 // apiEndpointAttempts: GET /api/v1/endpoints/:id/attempts — an endpoint's
@@ -83,9 +77,12 @@ func (s *Server) apiEndpointAttempts(c echo.Context) error {
 	out := make([]endpointAttemptJSON, len(rows))
 	for i, a := range rows {
 		out[i] = endpointAttemptJSON{
-			ID: a.ID, DeliveryID: a.DeliveryID, EventID: a.EventID, AttemptNo: a.AttemptNo, StartedAt: a.StartedAt,
-			DurationMs: a.DurationMs, Outcome: a.Outcome, StatusCode: a.StatusCode, ErrorClass: a.ErrorClass,
-			Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, DeliveryStatus: a.DeliveryStatus,
+			ID: a.ID, DeliveryID: a.DeliveryID, EventID: a.EventID,
+			attemptJSON: attemptJSON{
+				AttemptNo: a.AttemptNo, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
+				StatusCode: a.StatusCode, ErrorClass: a.ErrorClass, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
+			},
+			DeliveryStatus: a.DeliveryStatus,
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": out, "next_cursor": next})
