@@ -40,6 +40,9 @@ func (s *Server) eventsPage(c echo.Context) error {
 		return err
 	}
 	page := events.Page{Filter: f, Now: s.now()}
+	if p.BeforeID == nil && len(rows) > 0 {
+		page.NewEvents = &events.NewEvents{PollURL: events.NewEventsURL(f, rows[0].CreatedAt), ShowURL: events.ShowURL(f)}
+	}
 	if len(rows) > eventsPageLimit {
 		rows = rows[:eventsPageLimit]
 		last := rows[eventsPageLimit-1]
@@ -90,6 +93,33 @@ func (s *Server) eventsPage(c echo.Context) error {
 		page.Rows = append(page.Rows, row)
 	}
 	return s.render(c, http.StatusOK, events.View(s.meta(c, "Events", layout.NavEvents), page))
+}
+
+// eventsNew: GET /events/new?after=&<filters> — how many events matching
+// the filters arrived after the first page's newest (at after), for the
+// "12 new events — show" announcement; counted with the log's statements.
+func (s *Server) eventsNew(c echo.Context) error {
+	f, p, err := eventsFilter(c)
+	if err != nil {
+		return err
+	}
+	after, err := time.Parse(time.RFC3339Nano, c.QueryParam("after"))
+	if err != nil {
+		return invalidField("after", "must be an RFC 3339 time")
+	}
+	since := after.Add(time.Microsecond) // stored times have microseconds
+	if p.Since == nil || p.Since.Before(since) {
+		p.Since = &since
+	}
+	p.BeforeCreatedAt, p.BeforeID = nil, nil
+	p.RowLimit = events.NewEventsCap
+	rows, err := s.eventPage(c.Request().Context(), p, f.Q)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, events.NewEventsView(events.NewEvents{
+		PollURL: events.NewEventsURL(f, after), ShowURL: events.ShowURL(f), Count: len(rows),
+	}))
 }
 
 // eventsFilter reads the log's filters from the URL, checked as the API

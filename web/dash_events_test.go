@@ -97,6 +97,9 @@ func TestDashEventsSearchFilterPaging(t *testing.T) {
 	}
 	_, doc = b.get(older)
 	second := testid(doc, "event-row")
+	if testid(doc, "new-events").Length() != 0 {
+		t.Error("an older page polls for new events")
+	}
 	if second.Length() != 2 || testid(doc, "events-older").Length() != 0 {
 		t.Fatalf("second page: %d rows, older link %d", second.Length(), testid(doc, "events-older").Length())
 	}
@@ -235,5 +238,40 @@ func TestDashEventResendReachesReceiver(t *testing.T) {
 	_, doc = op.get(href)
 	if n := testid(doc, "attempt").Length(); n != 2 {
 		t.Errorf("%d attempts shown after the resend, want 2", n)
+	}
+}
+
+// TestDashEventsNewAnnounced: the first page polls for newer events with
+// its filters and announces them rather than shifting the list; older pages
+// do not poll.
+func TestDashEventsNewAnnounced(t *testing.T) {
+	env := newEnv(t)
+	env.postEvent("order.created", map[string]any{"order_id": 1})
+	b := env.signIn(env.server(), "viewer@example.com", "viewer")
+	_, doc := b.get("/events?type=order.*")
+	poll, ok := testid(doc, "new-events").Attr("hx-get")
+	if !ok || testid(doc, "new-events").AttrOr("data-count", "") != "0" {
+		t.Fatal("the first page does not poll for new events")
+	}
+	_, doc = b.get(poll)
+	if n := testid(doc, "new-events").AttrOr("data-count", ""); n != "0" {
+		t.Fatalf("new events before any arrived: %s", n)
+	}
+	env.postEvent("order.created", map[string]any{"order_id": 2})
+	env.postEvent("order.created", map[string]any{"order_id": 3})
+	env.postEvent("refund.created", map[string]any{"order_id": 4}) // not of the filtered type
+	_, doc = b.get(poll)
+	ann := testid(doc, "new-events")
+	if ann.AttrOr("data-count", "") != "2" || !strings.Contains(ann.Text(), "2 new events") {
+		t.Fatalf("announcement %q (count %s), want 2 new events", ann.Text(), ann.AttrOr("data-count", ""))
+	}
+	if href, _ := ann.Find("a").Attr("href"); href != "/events?type=order.%2A" {
+		t.Errorf("show link %q keeps the filters", href)
+	}
+	if next, _ := ann.Attr("hx-get"); next != poll {
+		t.Errorf("the announcement polls %q, want %q", next, poll)
+	}
+	if res, _ := b.get("/events/new?after=yesterday"); res.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("bad after: %d", res.StatusCode)
 	}
 }

@@ -84,6 +84,7 @@ func (s *Server) routes() {
 
 	// Event log: every event, its deliveries and attempts; resend.
 	d.GET("/events", s.eventsPage)
+	d.GET("/events/new", s.eventsNew)
 	d.GET("/events/:id", s.eventPageView)
 	d.POST("/deliveries/:id/resend", s.deliveryResendForm, operator)
 

@@ -13,7 +13,8 @@ import (
 type Page struct {
 	Filter    Filter
 	Rows      []Row
-	NextURL   string // the "Older" page, "" on the last page
+	NextURL   string     // the "Older" page, "" on the last page
+	NewEvents *NewEvents // on a first page: the new-events announcement
 	Partners  []Option
 	Endpoints []Option
 	Now       time.Time
@@ -90,3 +91,40 @@ var Statuses = [][2]string{
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// NewEvents announces events that arrived after the page was loaded,
+// instead of shifting the list under the reader.
+type NewEvents struct {
+	PollURL string // the announcement's own URL, polled every 10 s
+	ShowURL string // the first page with the same filters
+	Count   int    // capped at NewEventsCap
+}
+
+// NewEventsCap is the most new events counted ("100+ new events").
+const NewEventsCap = 100
+
+// NewEventsURL is the poll URL of the first page of f whose newest event
+// is at newest.
+func NewEventsURL(f Filter, newest time.Time) string {
+	v := f.Values()
+	v.Set("after", newest.UTC().Format(time.RFC3339Nano))
+	return "/events/new?" + v.Encode()
+}
+
+// ShowURL is the first page of f.
+func ShowURL(f Filter) string {
+	if !f.Active() {
+		return "/events"
+	}
+	return "/events?" + f.Values().Encode()
+}
+
+func newText(n int) string {
+	switch {
+	case n >= NewEventsCap:
+		return strconv.Itoa(NewEventsCap) + "+ new events"
+	case n == 1:
+		return "1 new event"
+	}
+	return strconv.Itoa(n) + " new events"
+}
