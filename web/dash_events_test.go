@@ -275,3 +275,22 @@ func TestDashEventsNewAnnounced(t *testing.T) {
 		t.Errorf("bad after: %d", res.StatusCode)
 	}
 }
+
+// TestDashEventPagePostback: a postback delivery's request is the GET to
+// the rendered template, redacted as logs redact URLs, and unsigned.
+func TestDashEventPagePostback(t *testing.T) {
+	env := newEnv(t, allowLoopback)
+	pid := env.createPartner("Clickwave")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "keitaro", "kind": "postback", "method": "GET",
+		"url": "http://127.0.0.1:1/postback?subid={click_id}&payout={payout}"})
+	id := env.postEvent("conversion.approved", map[string]any{"click_id": "9f1c2e77", "payout": 2.5})
+	b := env.signIn(env.server(), "viewer@example.com", "viewer")
+	_, doc := b.get("/events/" + id)
+	req := testid(doc, "request-text").Text()
+	if !strings.HasPrefix(req, "GET http://127.0.0.1:1/postback?") || strings.Contains(req, "Webhook-Signature") || strings.Contains(req, "9f1c2e77") {
+		t.Errorf("postback request:\n%s", req)
+	}
+	if curl := testid(doc, "copybox-value").Text(); !strings.HasPrefix(curl, "curl 'http://127.0.0.1:1/postback?") {
+		t.Errorf("curl %q", curl)
+	}
+}
