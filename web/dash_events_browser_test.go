@@ -3,8 +3,11 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserEventLog: an operator finds a conversion by the click id in its
@@ -58,6 +61,18 @@ func TestBrowserEventLog(t *testing.T) {
 	form := fmt.Sprintf(`[data-testid=delivery][data-delivery-id="%d"]`, del)
 	if got := tab.text(form + " [data-testid=request-text]"); !containsAll(got, "X-Account: ********", "Webhook-Signature: v1,", "Webhook-Id: "+id) {
 		tab.fatalf("the request shown: %q", got)
+	}
+	// Both pages read well at 1024 px: contrast, nothing cut off or
+	// scrolling sideways, the navigation clear of the signed-in user.
+	tab.do("set the window width", chromedp.EmulateViewport(1024, 900))
+	for _, path := range []string{"/events", "/events/" + id} {
+		tab.open(path)
+		tab.waitUntil(path, sel("[data-testid=page-header]"), stepTimeout)
+		for what, js := range map[string]string{"text below 4.5:1 contrast": contrastJS, "content that does not fit": overflowJS, "the navigation and the signed-in user": overlapJS} {
+			if bad := evalJS[[]string](tab, js); len(bad) > 0 {
+				t.Errorf("%s at 1024 px, %s:\n  %s", path, what, strings.Join(bad, "\n  "))
+			}
+		}
 	}
 	tab.acceptConfirms()
 	tab.clickToLoad(form+" [data-testid=resend]", `document.querySelector("[data-testid=flashes]").textContent.includes("queued again")`)
