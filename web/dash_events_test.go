@@ -19,7 +19,8 @@ import (
 func TestDashEventsSearchFilterPaging(t *testing.T) {
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Acme")
-	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders-hook", "kind": "webhook", "url": "http://127.0.0.1:1/in"})
+	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders-hook", "kind": "webhook", "url": "http://127.0.0.1:1/in"})
+	other := env.createPartner("Clickwave")
 	rec := env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion.approved", "idempotency_key": "conv-77",
 		"payload": map[string]any{"click_id": "9f1c2e", "payout": 3}})
 	mustStatus(t, rec, http.StatusAccepted)
@@ -79,6 +80,22 @@ func TestDashEventsSearchFilterPaging(t *testing.T) {
 	_, doc = b.get("/events?status=pending&type=order.*")
 	if n := testid(doc, "event-row").Length(); n != 50 {
 		t.Errorf("status=pending&type=order.*: %d rows, want a full page of 50", n)
+	}
+	for _, c := range []struct {
+		query string
+		want  int
+	}{
+		{fmt.Sprintf("endpoint_id=%d&q=9f1c2e", ep.ID), 1},
+		{fmt.Sprintf("partner_id=%d", pid), 50},
+		{fmt.Sprintf("partner_id=%d", other), 0},
+		{"since=2099-01-01T00:00", 0},
+		{"until=2000-01-01T00:00", 0},
+		{"since=2000-01-01T00:00&q=conv-77", 1},
+	} {
+		_, doc = b.get("/events?" + c.query)
+		if n := testid(doc, "event-row").Length(); n != c.want {
+			t.Errorf("%s: %d rows, want %d", c.query, n, c.want)
+		}
 	}
 	if res, _ := b.get("/events?status=bogus"); res.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("unknown status: %d, want 422", res.StatusCode)
