@@ -270,11 +270,11 @@ func (s *Server) eventRequest(c echo.Context, ev db.Event, d *event.Delivery, pa
 		return err
 	}
 	no, at := 1, ev.CreatedAt
-	d.RequestNote = "Not sent yet: this is the first attempt as it would be sent now, with the endpoint's current settings."
+	d.RequestNote = "Not sent yet: the first attempt as built from the endpoint's current settings and secrets."
 	if n := len(d.Attempts); n > 0 {
 		last := d.Attempts[n-1]
 		no, at = int(last.No), last.At
-		d.RequestNote = "Attempt #" + strconv.Itoa(no) + " as sent at " + at.UTC().Format(time.RFC3339) + ", with the endpoint's current settings."
+		d.RequestNote = "Attempt #" + strconv.Itoa(no) + ", signed for its start at " + at.UTC().Format(time.RFC3339) + ", as built from the endpoint's current settings and secrets."
 	}
 	req, err := testFireRequest(cfg, keys, request.Event{ID: ev.ID.String(), Type: ev.Type, Payload: ev.Payload, Attempt: no}, at)
 	if err != nil {
