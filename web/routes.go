@@ -82,6 +82,12 @@ func (s *Server) routes() {
 	d.POST("/endpoints/:id/test", s.endpointTestFire, operator)
 	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
 
+	// Event log: every event, its deliveries and attempts; resend.
+	d.GET("/events", s.eventsPage)
+	d.GET("/events/new", s.eventsNew)
+	d.GET("/events/:id", s.eventPageView)
+	d.POST("/deliveries/:id/resend", s.deliveryResendForm, operator)
+
 	// Dead letters.
 	d.GET("/dead-letters", s.deadLettersPage)
 	d.GET("/dead-letters/cluster", s.deadLetterCluster)

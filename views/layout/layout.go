@@ -13,6 +13,7 @@ import (
 const (
 	NavOverview    = "overview"
 	NavEndpoints   = "endpoints"
+	NavEvents      = "events"
 	NavDeadLetters = "dead-letters"
 	NavPartners    = "partners"
 	NavAudit       = "audit"
@@ -99,6 +100,7 @@ func NavItems(u *User) []NavItem {
 	items := []NavItem{
 		{NavOverview, "Overview", "/"},
 		{NavEndpoints, "Endpoints", "/endpoints"},
+		{NavEvents, "Events", "/events"},
 		{NavDeadLetters, "Dead letters", "/dead-letters"},
 		{NavPartners, "Partners", "/partners"},
 		{NavAudit, "Audit", "/audit"},

@@ -1,0 +1,67 @@
+// Package event renders one event's page: its payload, and for every
+// delivery the endpoint, status, attempts as a timeline, the exact request
+// hookline sends (redacted) with "copy as curl", and a resend button.
+package event
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hookline/hookline/views/components"
+)
+
+// Page is /events/{id}.
+type Page struct {
+	ID             string
+	Type           string
+	CreatedAt      time.Time
+	IdempotencyKey string
+	Partner        string // the partner the event was addressed to, "" for all
+	Payload        string // pretty-printed JSON
+	SearchKeys     [][2]string
+	Deliveries     []Delivery
+	CanOperate     bool
+	CSRF           string
+	Now            time.Time
+}
+
+// Delivery is one endpoint's delivery of the event.
+type Delivery struct {
+	ID            int64
+	EndpointID    int64
+	Endpoint      string
+	PartnerID     int64
+	Partner       string
+	Status        string
+	AttemptCount  int32
+	MaxAttempts   int32
+	NextAttemptAt *time.Time // pending or awaiting retry only
+	Attempts      []Attempt
+	// Request is the request as hookline sends it, redacted (custom
+	// header values masked); Curl the same as a curl command. RequestNote
+	// says which attempt it shows, or why none can be built.
+	Request     string
+	Curl        string
+	RequestNote string
+}
+
+// Attempt is one attempt of a delivery.
+type Attempt struct {
+	No         int32
+	At         time.Time
+	DurationMs float64
+	Outcome    string
+	StatusCode int
+	Class      string
+	Error      string
+	Excerpt    string
+}
+
+// CurlID is the element id of a delivery's curl command.
+func CurlID(id int64) string { return components.FragmentID("curl", itoa(id)) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func strconvAttempts(d Delivery) string {
+	return strconv.Itoa(int(d.AttemptCount)) + " of " + strconv.Itoa(int(d.MaxAttempts)) + " attempts"
+}

@@ -1,0 +1,130 @@
+// Package events renders the event log: every event, newest first, found by
+// an id, an idempotency key or a search-key value, filtered by type,
+// partner, endpoint, delivery status and time, and paged by a cursor.
+package events
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Page is /events.
+type Page struct {
+	Filter    Filter
+	Rows      []Row
+	NextURL   string     // the "Older" page, "" on the last page
+	NewEvents *NewEvents // on a first page: the new-events announcement
+	Partners  []Option
+	Endpoints []Option
+	Now       time.Time
+}
+
+// Filter is the log's query, as it stands in the URL.
+type Filter struct {
+	Q          string
+	Type       string
+	PartnerID  int64
+	EndpointID int64
+	Status     string
+	Since      string // datetime-local text, UTC
+	Until      string
+}
+
+// Values is the filter as URL query values (empty ones left out).
+func (f Filter) Values() url.Values {
+	v := url.Values{}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	set("q", f.Q)
+	set("type", f.Type)
+	if f.PartnerID != 0 {
+		v.Set("partner_id", strconv.FormatInt(f.PartnerID, 10))
+	}
+	if f.EndpointID != 0 {
+		v.Set("endpoint_id", strconv.FormatInt(f.EndpointID, 10))
+	}
+	set("status", f.Status)
+	set("since", f.Since)
+	set("until", f.Until)
+	return v
+}
+
+// Active reports whether any filter is set.
+func (f Filter) Active() bool { return len(f.Values()) > 0 }
+
+// Option is a partner or endpoint in a select.
+type Option struct {
+	ID   int64
+	Name string
+}
+
+// Row is one event.
+type Row struct {
+	ID             string
+	Type           string
+	CreatedAt      time.Time
+	IdempotencyKey string
+	SearchKeys     []KeyValue
+	Deliveries     []Chip
+}
+
+// KeyValue is one search key of an event.
+type KeyValue struct{ Key, Value string }
+
+// Chip is one delivery of an event: its endpoint and status.
+type Chip struct {
+	Endpoint string
+	Status   string
+}
+
+// Statuses are the delivery status filter's choices: value and label.
+var Statuses = [][2]string{
+	{"pending", "Pending"},
+	{"awaiting_retry", "Awaiting retry"},
+	{"in_flight", "In flight"},
+	{"delivered", "Delivered"},
+	{"dead", "Dead"},
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// NewEvents announces events that arrived after the page was loaded,
+// instead of shifting the list under the reader.
+type NewEvents struct {
+	PollURL string // the announcement's own URL, polled every 10 s
+	ShowURL string // the first page with the same filters
+	Count   int    // capped at NewEventsCap
+}
+
+// NewEventsCap is the most new events counted ("100+ new events").
+const NewEventsCap = 100
+
+// NewEventsURL is the poll URL of the first page of f whose newest event
+// is at newest.
+func NewEventsURL(f Filter, newest time.Time) string {
+	v := f.Values()
+	v.Set("after", newest.UTC().Format(time.RFC3339Nano))
+	return "/events/new?" + v.Encode()
+}
+
+// ShowURL is the first page of f.
+func ShowURL(f Filter) string {
+	if !f.Active() {
+		return "/events"
+	}
+	return "/events?" + f.Values().Encode()
+}
+
+func newText(n int) string {
+	switch {
+	case n >= NewEventsCap:
+		return strconv.Itoa(NewEventsCap) + "+ new events"
+	case n == 1:
+		return "1 new event"
+	}
+	return strconv.Itoa(n) + " new events"
+}

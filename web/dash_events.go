@@ -1,0 +1,329 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/event"
+	"github.com/hookline/hookline/views/events"
+	"github.com/hookline/hookline/views/layout"
+	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/worker/request"
+)
+
+// eventsPageLimit is how many events one page of the log shows.
+const eventsPageLimit = 50
+
+// eventsPage: GET /events?q=&type=&partner_id=&endpoint_id=&status=&since=&until=&cursor=
+// — the event log, newest first, through the same statements as the API's
+// GET /api/v1/events.
+func (s *Server) eventsPage(c echo.Context) error {
+	f, p, err := eventsFilter(c)
+	if err != nil {
+		return err
+	}
+	p.RowLimit = eventsPageLimit + 1
+	ctx := c.Request().Context()
+	rows, err := s.eventPage(ctx, p, f.Q)
+	if err != nil {
+		return err
+	}
+	page := events.Page{Filter: f, Now: s.now()}
+	if p.BeforeID == nil && len(rows) > 0 {
+		page.NewEvents = &events.NewEvents{PollURL: events.NewEventsURL(f, rows[0].CreatedAt), ShowURL: events.ShowURL(f)}
+	}
+	if len(rows) > eventsPageLimit {
+		rows = rows[:eventsPageLimit]
+		last := rows[eventsPageLimit-1]
+		v := f.Values()
+		v.Set("cursor", encodeCursor(last.CreatedAt, last.ID.String()))
+		page.NextURL = "/events?" + v.Encode()
+	}
+
+	eps, err := s.q.EndpointListWithHealth(ctx, nil)
+	if err != nil {
+		return err
+	}
+	names := make(map[int64]string, len(eps))
+	for _, e := range eps {
+		names[e.Endpoint.ID] = e.Endpoint.Name
+		page.Endpoints = append(page.Endpoints, events.Option{ID: e.Endpoint.ID, Name: e.PartnerName + " · " + e.Endpoint.Name})
+	}
+	sort.Slice(page.Endpoints, func(i, j int) bool { return page.Endpoints[i].Name < page.Endpoints[j].Name })
+	partners, err := s.q.PartnerList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, pr := range partners {
+		page.Partners = append(page.Partners, events.Option{ID: pr.ID, Name: pr.Name})
+	}
+
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	chips := map[uuid.UUID][]events.Chip{}
+	if len(ids) > 0 {
+		refs, err := s.q.DeliveryRefsByEvents(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			chips[r.EventID] = append(chips[r.EventID], events.Chip{Endpoint: names[r.EndpointID], Status: r.Status})
+		}
+	}
+	for _, r := range rows {
+		row := events.Row{ID: r.ID.String(), Type: r.Type, CreatedAt: r.CreatedAt, IdempotencyKey: derefS(r.IdempotencyKey), Deliveries: chips[r.ID]}
+		for i, k := range r.SearchKeys {
+			if i < len(r.SearchValues) {
+				row.SearchKeys = append(row.SearchKeys, events.KeyValue{Key: k, Value: r.SearchValues[i]})
+			}
+		}
+		page.Rows = append(page.Rows, row)
+	}
+	return s.render(c, http.StatusOK, events.View(s.meta(c, "Events", layout.NavEvents), page))
+}
+
+// eventsNew: GET /events/new?after=&<filters> — how many events matching
+// the filters arrived after the first page's newest (at after), for the
+// "12 new events — show" announcement; counted with the log's statements.
+func (s *Server) eventsNew(c echo.Context) error {
+	f, p, err := eventsFilter(c)
+	if err != nil {
+		return err
+	}
+	after, err := time.Parse(time.RFC3339Nano, c.QueryParam("after"))
+	if err != nil {
+		return invalidField("after", "must be an RFC 3339 time")
+	}
+	since := after.Add(time.Microsecond) // stored times have microseconds
+	if p.Since == nil || p.Since.Before(since) {
+		p.Since = &since
+	}
+	p.BeforeCreatedAt, p.BeforeID = nil, nil
+	p.RowLimit = events.NewEventsCap
+	rows, err := s.eventPage(c.Request().Context(), p, f.Q)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, events.NewEventsView(events.NewEvents{
+		PollURL: events.NewEventsURL(f, after), ShowURL: events.ShowURL(f), Count: len(rows),
+	}))
+}
+
+// eventsFilter reads the log's filters from the URL, checked as the API
+// checks them; the time range comes from datetime-local inputs (UTC).
+func eventsFilter(c echo.Context) (events.Filter, db.EventPageByDeliveryParams, error) {
+	var f events.Filter
+	var p db.EventPageByDeliveryParams
+	var err error
+	f.Q = c.QueryParam("q")
+	if p.PartnerID, err = idParam(c, "partner_id"); err != nil {
+		return f, p, err
+	}
+	if p.PartnerID != nil {
+		f.PartnerID = *p.PartnerID
+	}
+	if p.EndpointID, err = idParam(c, "endpoint_id"); err != nil {
+		return f, p, err
+	}
+	if p.EndpointID != nil {
+		f.EndpointID = *p.EndpointID
+	}
+	if v := c.QueryParam("status"); v != "" {
+		st, ok := deliveryStatusFilter[v]
+		if !ok {
+			return f, p, invalidField("status", "must be one of pending, awaiting_retry, in_flight, delivered, dead")
+		}
+		f.Status, p.Status = v, &st
+	}
+	if v := c.QueryParam("type"); v != "" {
+		if len(v) > maxEventTypeFilter {
+			return f, p, invalidField("type", "must be an event type (at most 200 characters), or a prefix ending in *")
+		}
+		f.Type, p.Type = v, &v
+	}
+	for _, t := range []struct {
+		name string
+		text *string
+		dst  **time.Time
+	}{{"since", &f.Since, &p.Since}, {"until", &f.Until, &p.Until}} {
+		v := c.QueryParam(t.name)
+		if v == "" {
+			continue
+		}
+		at, err := parseLocalTime(v)
+		if err != nil {
+			return f, p, invalidField(t.name, "must be a date and time")
+		}
+		*t.text, *t.dst = v, &at
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		t, idText, ok := decodeCursor(v)
+		id, err := uuid.Parse(idText)
+		if !ok || err != nil {
+			return f, p, invalidField("cursor", "is not a page of this list")
+		}
+		p.BeforeCreatedAt, p.BeforeID = &t, &id
+	}
+	return f, p, nil
+}
+
+// eventPageView: GET /events/:id — the event, every delivery with its
+// attempts and the request hookline sends, and resend for operators.
+func (s *Server) eventPageView(c echo.Context) error {
+	raw := c.Param("id")
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return s.eventNotFound(c, raw)
+	}
+	ctx := c.Request().Context()
+	ev, err := s.q.EventGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.eventNotFound(c, raw)
+	}
+	if err != nil {
+		return err
+	}
+	dels, err := s.q.DeliveryListByEvent(ctx, id)
+	if err != nil {
+		return err
+	}
+	attempts, err := s.q.AttemptListByEvent(ctx, id)
+	if err != nil {
+		return err
+	}
+	pr := principalOf(c)
+	page := event.Page{
+		ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, IdempotencyKey: derefS(ev.IdempotencyKey),
+		Payload: prettyJSON(ev.Payload), CanOperate: pr.can(account.RoleOperator), CSRF: pr.CSRF, Now: s.now(),
+	}
+	for i, k := range ev.SearchKeys {
+		if i < len(ev.SearchValues) {
+			page.SearchKeys = append(page.SearchKeys, [2]string{k, ev.SearchValues[i]})
+		}
+	}
+	partnerNames := map[int64]string{}
+	partnerName := func(pid int64) (string, error) {
+		if n, ok := partnerNames[pid]; ok {
+			return n, nil
+		}
+		p, err := s.q.PartnerGet(ctx, pid)
+		if err != nil {
+			return "", err
+		}
+		partnerNames[pid] = p.Name
+		return p.Name, nil
+	}
+	if ev.PartnerID != nil {
+		if page.Partner, err = partnerName(*ev.PartnerID); err != nil {
+			return err
+		}
+	}
+	byDelivery := map[int64][]event.Attempt{}
+	for _, a := range attempts {
+		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
+			Class: derefS(a.ErrorClass), Error: derefS(a.Error), Excerpt: derefS(a.ResponseExcerpt)}
+		if a.StatusCode != nil {
+			at.StatusCode = int(*a.StatusCode)
+		}
+		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
+	}
+	for _, d := range dels {
+		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
+			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
+		if d.Status == "pending" || d.Status == "failed" {
+			t := d.NextAttemptAt
+			dv.NextAttemptAt = &t
+		}
+		if err := s.eventRequest(c, ev, &dv, partnerName); err != nil {
+			return err
+		}
+		page.Deliveries = append(page.Deliveries, dv)
+	}
+	return s.render(c, http.StatusOK, event.View(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
+}
+
+// eventRequest fills in a delivery's partner and the request hookline sends
+// it: built by worker/request from the endpoint as saved now (its secrets
+// opened with the server's key), the event, and the last attempt's number
+// and time (the first attempt's, at the event's time, when none was made),
+// shown redacted, so no custom header value or secret appears.
+func (s *Server) eventRequest(c echo.Context, ev db.Event, d *event.Delivery, partnerName func(int64) (string, error)) error {
+	ctx := c.Request().Context()
+	cfg, keys, err := s.savedTestFireConfig(ctx, d.EndpointID)
+	if err != nil {
+		return err
+	}
+	if d.Partner, err = partnerName(cfg.PartnerID); err != nil {
+		return err
+	}
+	no, at := 1, ev.CreatedAt
+	d.RequestNote = "Not sent yet: the first attempt as built from the endpoint's current settings and secrets."
+	if n := len(d.Attempts); n > 0 {
+		last := d.Attempts[n-1]
+		no, at = int(last.No), last.At
+		d.RequestNote = "Attempt #" + strconv.Itoa(no) + ", signed for its start at " + at.UTC().Format(time.RFC3339) + ", as built from the endpoint's current settings and secrets."
+	}
+	req, err := testFireRequest(cfg, keys, request.Event{ID: ev.ID.String(), Type: ev.Type, Payload: ev.Payload, Attempt: no}, at)
+	if err != nil {
+		d.RequestNote = "No request can be built: " + err.Error()
+		return nil
+	}
+	v := req.Redacted("hookline/" + s.cfg.Version)
+	d.Request, d.Curl = v.String(), v.Curl()
+	return nil
+}
+
+// eventNotFound is the 404 page of an unknown event id, offering the search.
+func (s *Server) eventNotFound(c echo.Context, id string) error {
+	return s.render(c, http.StatusNotFound, event.NotFound(s.meta(c, "Event not found", layout.NavEvents), id))
+}
+
+// deliveryResendForm: POST /deliveries/:id/resend (operator) — the API's
+// resend, from the event page; back to the event page with a message.
+func (s *Server) deliveryResendForm(c echo.Context) error {
+	id, err := pathID(c, "delivery")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	d, err := s.q.DeliveryGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("delivery")
+	}
+	if err != nil {
+		return err
+	}
+	back := "/events/" + url.PathEscape(d.EventID.String())
+	if _, err := s.resend(ctx, id, principalOf(c).actor()); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+			s.addFlash(c, layout.FlashError, "This delivery is being sent right now; resend it once the attempt has finished.")
+			return redirectAfterPost(c, back)
+		}
+		return err
+	}
+	s.addFlash(c, layout.FlashSuccess, "Delivery queued again: it is sent with the same webhook-id, through the breaker and the rate limit.")
+	return redirectAfterPost(c, back)
+}
+
+// prettyJSON indents a stored payload for reading.
+func prettyJSON(b []byte) string {
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return string(b)
+	}
+	return out.String()
+}
