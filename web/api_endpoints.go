@@ -114,11 +114,8 @@ func healthView(h db.EndpointHealth) *healthJSON {
 		LastFailureAt: h.LastFailureAt, P50Ms: h.P50Ms, P95Ms: h.P95Ms, P99Ms: h.P99Ms,
 		SampleCount: h.SampleCount, StatsRefreshedAt: h.StatsRefreshedAt,
 		RecentP95Ms: h.RecentP95Ms, RecentSampleCount: h.RecentSampleCount,
-		Latency: string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount)),
-	}
-	if h.State == "open" && !h.Paused && h.OpenedAt != nil {
-		t := h.OpenedAt.Add(time.Duration(h.CooldownSeconds) * time.Second)
-		v.NextProbeAt = &t
+		Latency:     string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount)),
+		NextProbeAt: nextProbeAt(h),
 	}
 	return v
 }

@@ -252,6 +252,12 @@ func TestAPIBreakerActions(t *testing.T) {
 		t.Fatalf("resumed: %+v", h)
 	}
 	env.exec("UPDATE endpoint_health SET state = 'open', opened_at = now(), consecutive_failures = 12, cooldown_seconds = 1200 WHERE endpoint_id = $1", ep.ID)
+	rec = env.do(http.MethodGet, fmt.Sprintf("/api/v1/endpoints/%d", ep.ID), nil)
+	mustStatus(t, rec, http.StatusOK)
+	open := decodeBody[endpointJSON](t, rec).Health
+	if open.NextProbeAt == nil || open.OpenedAt == nil || !open.NextProbeAt.Equal(open.OpenedAt.Add(1200*time.Second)) {
+		t.Fatalf("open with a 1200 s cooldown: next_probe_at %v, opened_at %v", open.NextProbeAt, open.OpenedAt)
+	}
 	rec = env.do(http.MethodPost, base+"force-close", nil)
 	if h := decodeBody[healthJSON](t, rec); h.State != "closed" || h.ConsecutiveFailures != 0 || h.CooldownSeconds != 300 {
 		t.Fatalf("force closed: %+v", h)
