@@ -2,14 +2,18 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
 )
 
 // apiEventCreate: POST /api/v1/events → 202 {id, deliveries}; a repeated
@@ -120,6 +124,25 @@ type deliveryJSON struct {
 	Attempts       []attemptJSON `json:"attempts"`
 }
 
+// eventRecord loads an event with its deliveries and every attempt, for
+// the API's event read and the dashboard's event page. An unknown id is
+// pgx.ErrNoRows.
+func (s *Server) eventRecord(ctx context.Context, id uuid.UUID) (db.Event, []db.DeliveryListByEventRow, []db.DeliveryAttempt, error) {
+	ev, err := s.q.EventGet(ctx, id)
+	if err != nil {
+		return db.Event{}, nil, nil, fmt.Errorf("load event: %w", err)
+	}
+	dels, err := s.q.DeliveryListByEvent(ctx, id)
+	if err != nil {
+		return db.Event{}, nil, nil, fmt.Errorf("load the event's deliveries: %w", err)
+	}
+	attempts, err := s.q.AttemptListByEvent(ctx, id)
+	if err != nil {
+		return db.Event{}, nil, nil, fmt.Errorf("load the event's attempts: %w", err)
+	}
+	return ev, dels, attempts, nil
+}
+
 // apiEventGet: GET /api/v1/events/:id — the event, its deliveries and
 // every attempt.
 func (s *Server) apiEventGet(c echo.Context) error {
@@ -127,19 +150,10 @@ func (s *Server) apiEventGet(c echo.Context) error {
 	if err != nil {
 		return notFound("event")
 	}
-	ctx := c.Request().Context()
-	ev, err := s.q.EventGet(ctx, id)
+	ev, dels, attempts, err := s.eventRecord(c.Request().Context(), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound("event")
 	}
-	if err != nil {
-		return err
-	}
-	dels, err := s.q.DeliveryListByEvent(ctx, id)
-	if err != nil {
-		return err
-	}
-	attempts, err := s.q.AttemptListByEvent(ctx, id)
 	if err != nil {
 		return err
 	}

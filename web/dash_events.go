@@ -189,18 +189,10 @@ func (s *Server) eventPageView(c echo.Context) error {
 		return s.eventNotFound(c, raw)
 	}
 	ctx := c.Request().Context()
-	ev, err := s.q.EventGet(ctx, id)
+	ev, dels, attempts, err := s.eventRecord(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.eventNotFound(c, raw)
 	}
-	if err != nil {
-		return err
-	}
-	dels, err := s.q.DeliveryListByEvent(ctx, id)
-	if err != nil {
-		return err
-	}
-	attempts, err := s.q.AttemptListByEvent(ctx, id)
 	if err != nil {
 		return err
 	}
