@@ -32,26 +32,6 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 	return i, err
 }
 
-const eventGetByIdempotencyKey = `-- name: EventGetByIdempotencyKey :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = $1
-`
-
-func (q *Queries) EventGetByIdempotencyKey(ctx context.Context, idempotencyKey *string) (Event, error) {
-	row := q.db.QueryRow(ctx, eventGetByIdempotencyKey, idempotencyKey)
-	var i Event
-	err := row.Scan(
-		&i.ID,
-		&i.Type,
-		&i.Payload,
-		&i.IdempotencyKey,
-		&i.PartnerID,
-		&i.CreatedAt,
-		&i.SearchKeys,
-		&i.SearchValues,
-	)
-	return i, err
-}
-
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
 SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = ANY($1::text[])
 `

@@ -64,39 +64,6 @@ func (q *Queries) PipelineStats(ctx context.Context, now *time.Time) (PipelineSt
 	return i, err
 }
 
-const statsBreakerStates = `-- name: StatsBreakerStates :many
-SELECT state, paused, count(*)::bigint AS endpoints
-FROM endpoint_health
-GROUP BY state, paused
-`
-
-type StatsBreakerStatesRow struct {
-	State     string
-	Paused    bool
-	Endpoints int64
-}
-
-// Endpoints per breaker state (metrics).
-func (q *Queries) StatsBreakerStates(ctx context.Context) ([]StatsBreakerStatesRow, error) {
-	rows, err := q.db.Query(ctx, statsBreakerStates)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []StatsBreakerStatesRow{}
-	for rows.Next() {
-		var i StatsBreakerStatesRow
-		if err := rows.Scan(&i.State, &i.Paused, &i.Endpoints); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const statsDeadByEndpoint = `-- name: StatsDeadByEndpoint :many
 SELECT d.endpoint_id, e.name, count(*)::bigint AS dead
 FROM deliveries d

@@ -6,16 +6,6 @@ JOIN deliveries d ON d.id = a.delivery_id
 WHERE d.event_id = @event_id
 ORDER BY a.delivery_id, a.attempt_no, a.id;
 
--- name: AttemptListByEndpoint :many
--- An endpoint's most recent attempts, newest first, with their delivery.
-SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
-       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status
-FROM delivery_attempts a
-JOIN deliveries d ON d.id = a.delivery_id
-WHERE a.endpoint_id = @endpoint_id
-ORDER BY a.started_at DESC, a.id DESC
-LIMIT @row_limit::int;
-
 -- name: AttemptPageByEndpoint :many
 -- One page of an endpoint's attempts, newest first: those older than the
 -- cursor (before_started_at, before_id) when one is given, failures only

@@ -27,14 +27,6 @@ WHERE endpoint_id = @endpoint_id
   AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
 ORDER BY created_at DESC, id DESC;
 
--- name: EndpointSecretListActiveFor :many
--- Active secrets of many endpoints at once (the worker's secret cache).
-SELECT id, endpoint_id, ciphertext, created_at, expires_at
-FROM endpoint_secrets
-WHERE endpoint_id = ANY(@endpoint_ids::bigint[])
-  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
-ORDER BY endpoint_id, created_at DESC, id DESC;
-
 -- name: EndpointSecretList :many
 -- Every secret of an endpoint for the dashboard: metadata only, never the value.
 SELECT id, endpoint_id, created_at, expires_at

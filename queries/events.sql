@@ -1,6 +1,3 @@
--- name: EventGetByIdempotencyKey :one
-SELECT * FROM events WHERE idempotency_key = @idempotency_key;
-
 -- name: EventGet :one
 SELECT * FROM events WHERE id = @id;
 

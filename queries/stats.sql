@@ -43,12 +43,6 @@ GROUP BY d.endpoint_id, e.name
 ORDER BY count(*) DESC
 LIMIT 20;
 
--- name: StatsBreakerStates :many
--- Endpoints per breaker state (metrics).
-SELECT state, paused, count(*)::bigint AS endpoints
-FROM endpoint_health
-GROUP BY state, paused;
-
 -- name: StatsUnsentDead :many
 -- Dead deliveries whose last attempt never reached the partner, per
 -- endpoint: a payload missing a postback field, a refused destination, an
