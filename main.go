@@ -959,7 +959,23 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "how long the loopback receiver takes to answer (e.g. 20ms, a typical partner)")
 	fs.BoolVar(&o.Filter, "filter", false, "put a payload filter (that every event passes) on every endpoint, to measure its ingest cost")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
+	var el bench.EventLogOptions
+	eventLog := fs.Bool("eventlog", false, "instead of the drain: populate a database with -events events (about 2 deliveries and 3 attempts each) and time the event log's searches, pages and event pages")
+	fs.Int64Var(&el.Events, "events", 10_000_000, "with -eventlog: events to populate")
+	fs.StringVar(&el.DataDir, "data-dir", "", "with -eventlog: keep the populated PostgreSQL cluster here and reuse it on the next run")
+	fs.IntVar(&el.Requests, "requests", 100, "with -eventlog: timed requests per case")
+	fs.BoolVar(&el.Retention, "retention", false, "with -eventlog: afterwards run the worker's retention passes (7 days) until nothing is left to delete, and time them")
 	return func() (runFunc, error) {
+		if *eventLog {
+			if el.Events < 1000 {
+				return nil, fmt.Errorf("--events %d: want at least 1000", el.Events)
+			}
+			return func(ctx context.Context, cfg config, log *slog.Logger) error {
+				el.Logger, el.DatabaseURL = log, o.DatabaseURL
+				el.Handler, el.SignIn = eventLogServer(log), eventLogUsers
+				return bench.EventLog(ctx, el, std.out)
+			}, nil
+		}
 		for _, f := range []struct {
 			name string
 			v    int
@@ -985,6 +1001,30 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			return err
 		}, nil
 	}
+}
+
+// eventLogServer builds the web handler the event log bench times: the
+// same server serve runs, on the bench's database.
+func eventLogServer(log *slog.Logger) func(*pgxpool.Pool) (http.Handler, error) {
+	return func(pool *pgxpool.Pool) (http.Handler, error) {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		return web.New(web.Config{Pool: pool, SecretKey: key, SessionKey: key, Guard: ssrf.New(nil),
+			MaxBodyBytes: 1 << 20, Version: version, Logger: log})
+	}
+}
+
+// eventLogUsers creates the bench's API key and an operator to sign in as.
+func eventLogUsers(ctx context.Context, pool *pgxpool.Pool) (string, string, string, error) {
+	key, _, err := account.CreateAPIKey(ctx, pool, "event log bench", "bench")
+	if err != nil {
+		return "", "", "", err
+	}
+	email := fmt.Sprintf("bench-%d@hookline.invalid", time.Now().UnixNano())
+	_, password, err := account.AddUser(ctx, pool, email, account.RoleOperator, "")
+	return key, email, password, err
 }
 
 // demoFlags: demo runs hookline on its own embedded database (DATA_DIR/demo)
