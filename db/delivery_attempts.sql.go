@@ -65,8 +65,9 @@ WHERE a.endpoint_id = $1
   AND (NOT coalesce($5::bool, false) OR a.outcome = 'ok')
   AND ($6::timestamptz IS NULL OR a.started_at >= $6::timestamptz)
   AND ($7::timestamptz IS NULL OR a.started_at < $7::timestamptz)
+  AND ($8::int IS NULL OR a.status_code = $8::int)
 ORDER BY a.started_at DESC, a.id DESC
-LIMIT $8::int
+LIMIT $9::int
 `
 
 type AttemptPageByEndpointParams struct {
@@ -77,6 +78,7 @@ type AttemptPageByEndpointParams struct {
 	OkOnly          *bool
 	Since           *time.Time
 	Until           *time.Time
+	StatusCode      *int32
 	RowLimit        int32
 }
 
@@ -98,7 +100,7 @@ type AttemptPageByEndpointRow struct {
 // One page of an endpoint's attempts, newest first: those older than the
 // cursor (before_started_at, before_id) when one is given, failures only
 // when @failures_only, successes only when ok_only, started in [since,
-// until) when given. Keyset paging over delivery_attempts_endpoint: a
+// until) and answered with status_code when given. Keyset paging over delivery_attempts_endpoint: a
 // page costs the same however far back it is, and attempts written
 // meanwhile never shift a page.
 func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEndpointParams) ([]AttemptPageByEndpointRow, error) {
@@ -110,6 +112,7 @@ func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEn
 		arg.OkOnly,
 		arg.Since,
 		arg.Until,
+		arg.StatusCode,
 		arg.RowLimit,
 	)
 	if err != nil {

@@ -471,6 +471,40 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 	return items, nil
 }
 
+const endpointOptions = `-- name: EndpointOptions :many
+SELECT e.id, e.name, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+ORDER BY p.name, e.name
+`
+
+type EndpointOptionsRow struct {
+	ID          int64
+	Name        string
+	PartnerName string
+}
+
+// Every endpoint with its partner's name, for the filters' selects.
+func (q *Queries) EndpointOptions(ctx context.Context) ([]EndpointOptionsRow, error) {
+	rows, err := q.db.Query(ctx, endpointOptions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointOptionsRow{}
+	for rows.Next() {
+		var i EndpointOptionsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.PartnerName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
 RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter

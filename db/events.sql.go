@@ -12,6 +12,64 @@ import (
 	"github.com/google/uuid"
 )
 
+const eventFilteredEndpoints = `-- name: EventFilteredEndpoints :many
+SELECT e.id, e.name, e.filter, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL
+  AND p.archived_at IS NULL
+  AND ($1::bigint IS NULL OR e.partner_id = $1::bigint)
+  AND (cardinality(e.event_types) = 0
+       OR $2::text = ANY (e.event_types)
+       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
+                  WHERE t.pattern LIKE '%*'
+                    AND starts_with($2::text, left(t.pattern, -1))))
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = $3::uuid AND d.endpoint_id = e.id)
+ORDER BY p.name, e.name
+`
+
+type EventFilteredEndpointsParams struct {
+	PartnerID *int64
+	EventType string
+	EventID   uuid.UUID
+}
+
+type EventFilteredEndpointsRow struct {
+	ID          int64
+	Name        string
+	Filter      []byte
+	PartnerName string
+}
+
+// The endpoints that would take this event today, by type and partner as
+// fan-out chooses them, that have a payload filter and no delivery of it:
+// the event page evaluates their filters on the payload to show which ones
+// filtered it out. Reads only.
+func (q *Queries) EventFilteredEndpoints(ctx context.Context, arg EventFilteredEndpointsParams) ([]EventFilteredEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, eventFilteredEndpoints, arg.PartnerID, arg.EventType, arg.EventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventFilteredEndpointsRow{}
+	for rows.Next() {
+		var i EventFilteredEndpointsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Filter,
+			&i.PartnerName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventGet = `-- name: EventGet :one
 SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE id = $1
 `
@@ -213,6 +271,188 @@ func (q *Queries) EventPageByDelivery(ctx context.Context, arg EventPageByDelive
 	items := []EventPageByDeliveryRow{}
 	for rows.Next() {
 		var i EventPageByDeliveryRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventPageByEndpoints = `-- name: EventPageByEndpoints :many
+WITH chosen AS MATERIALIZED (
+    SELECT l.event_id
+    FROM endpoints e
+    CROSS JOIN LATERAL (
+        SELECT d.created_at, d.event_id
+        FROM deliveries d
+        WHERE d.endpoint_id = e.id
+          AND ($2::timestamptz IS NULL
+               OR (d.created_at, d.event_id) < ($2::timestamptz, $3::uuid))
+          AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
+          AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+          AND ($6::text IS NULL OR d.status = $6::text)
+          AND ($7::text IS NULL
+               OR EXISTS (SELECT 1 FROM events t WHERE t.id = d.event_id
+                          AND (t.type = $7::text
+                               OR (right($7::text, 1) = '*' AND starts_with(t.type, left($7::text, -1))))))
+        ORDER BY d.created_at DESC, d.event_id DESC
+        LIMIT $1::int
+    ) l
+    WHERE ($8::bigint IS NULL OR e.id = $8::bigint)
+      AND ($9::bigint IS NULL OR e.partner_id = $9::bigint)
+)
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ev.id IN (SELECT event_id FROM chosen)
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $1::int
+`
+
+type EventPageByEndpointsParams struct {
+	RowLimit        int32
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Status          *string
+	Type            *string
+	EndpointID      *int64
+	PartnerID       *int64
+}
+
+type EventPageByEndpointsRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// EventPageByDelivery for a filter on endpoint_id or partner_id (with any
+// of status, type and time range): each chosen endpoint's deliveries are
+// walked newest first through deliveries_endpoint_log, taking at most a
+// page from each, and the events of the newest page of those are the page.
+// A delivery's created_at is its event's, so the endpoint index is in the
+// log's order and a rare endpoint costs as little as a busy one. The type
+// filter is checked per delivery, before the per-endpoint limit, so each
+// endpoint's page holds only matching events. Reads only.
+func (q *Queries) EventPageByEndpoints(ctx context.Context, arg EventPageByEndpointsParams) ([]EventPageByEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, eventPageByEndpoints,
+		arg.RowLimit,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Status,
+		arg.Type,
+		arg.EndpointID,
+		arg.PartnerID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventPageByEndpointsRow{}
+	for rows.Next() {
+		var i EventPageByEndpointsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.IdempotencyKey,
+			&i.PartnerID,
+			&i.CreatedAt,
+			&i.SearchKeys,
+			&i.SearchValues,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventPageByStatus = `-- name: EventPageByStatus :many
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ev.id IN (
+    SELECT DISTINCT ON (d.created_at, d.event_id) d.event_id
+    FROM deliveries d
+    WHERE d.status = $1::text
+      AND ($2::timestamptz IS NULL
+           OR (d.created_at, d.event_id) < ($2::timestamptz, $3::uuid))
+      AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
+      AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+      AND ($6::text IS NULL
+           OR EXISTS (SELECT 1 FROM events t WHERE t.id = d.event_id
+                      AND (t.type = $6::text
+                           OR (right($6::text, 1) = '*' AND starts_with(t.type, left($6::text, -1))))))
+    ORDER BY d.created_at DESC, d.event_id DESC
+    LIMIT $7::int)
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $7::int
+`
+
+type EventPageByStatusParams struct {
+	Status          string
+	BeforeCreatedAt *time.Time
+	BeforeID        *uuid.UUID
+	Since           *time.Time
+	Until           *time.Time
+	Type            *string
+	RowLimit        int32
+}
+
+type EventPageByStatusRow struct {
+	ID             uuid.UUID
+	Type           string
+	IdempotencyKey *string
+	PartnerID      *int64
+	CreatedAt      time.Time
+	SearchKeys     []string
+	SearchValues   []string
+}
+
+// EventPageByDelivery for a status filter alone, for the statuses few
+// deliveries are in (pending, failed, in_flight, dead): their deliveries
+// are walked newest first (deliveries_waiting_created for pending and
+// failed, deliveries_dead_log for dead, the in-flight set for in_flight)
+// rather than the whole log probed for them, which costs the whole log
+// when the queue is empty. An event with two matching deliveries appears
+// once. Reads only.
+func (q *Queries) EventPageByStatus(ctx context.Context, arg EventPageByStatusParams) ([]EventPageByStatusRow, error) {
+	rows, err := q.db.Query(ctx, eventPageByStatus,
+		arg.Status,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.Type,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventPageByStatusRow{}
+	for rows.Next() {
+		var i EventPageByStatusRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Type,

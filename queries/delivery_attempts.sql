@@ -10,7 +10,7 @@ ORDER BY a.delivery_id, a.attempt_no, a.id;
 -- One page of an endpoint's attempts, newest first: those older than the
 -- cursor (before_started_at, before_id) when one is given, failures only
 -- when @failures_only, successes only when ok_only, started in [since,
--- until) when given. Keyset paging over delivery_attempts_endpoint: a
+-- until) and answered with status_code when given. Keyset paging over delivery_attempts_endpoint: a
 -- page costs the same however far back it is, and attempts written
 -- meanwhile never shift a page.
 SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
@@ -24,5 +24,6 @@ WHERE a.endpoint_id = @endpoint_id
   AND (NOT coalesce(sqlc.narg('ok_only')::bool, false) OR a.outcome = 'ok')
   AND (sqlc.narg('since')::timestamptz IS NULL OR a.started_at >= sqlc.narg('since')::timestamptz)
   AND (sqlc.narg('until')::timestamptz IS NULL OR a.started_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('status_code')::int IS NULL OR a.status_code = sqlc.narg('status_code')::int)
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;

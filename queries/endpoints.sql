@@ -97,3 +97,10 @@ WHERE cardinality(@event_types::text[]) = 0
               WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
 ORDER BY r.id DESC
 LIMIT @max_rows;
+
+-- name: EndpointOptions :many
+-- Every endpoint with its partner's name, for the filters' selects.
+SELECT e.id, e.name, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+ORDER BY p.name, e.name;

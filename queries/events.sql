@@ -62,6 +62,70 @@ WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @row_limit::int;
 
+-- name: EventPageByEndpoints :many
+-- EventPageByDelivery for a filter on endpoint_id or partner_id (with any
+-- of status, type and time range): each chosen endpoint's deliveries are
+-- walked newest first through deliveries_endpoint_log, taking at most a
+-- page from each, and the events of the newest page of those are the page.
+-- A delivery's created_at is its event's, so the endpoint index is in the
+-- log's order and a rare endpoint costs as little as a busy one. The type
+-- filter is checked per delivery, before the per-endpoint limit, so each
+-- endpoint's page holds only matching events. Reads only.
+WITH chosen AS MATERIALIZED (
+    SELECT l.event_id
+    FROM endpoints e
+    CROSS JOIN LATERAL (
+        SELECT d.created_at, d.event_id
+        FROM deliveries d
+        WHERE d.endpoint_id = e.id
+          AND (sqlc.narg('before_created_at')::timestamptz IS NULL
+               OR (d.created_at, d.event_id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+          AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
+          AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at < sqlc.narg('until')::timestamptz)
+          AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text)
+          AND (sqlc.narg('type')::text IS NULL
+               OR EXISTS (SELECT 1 FROM events t WHERE t.id = d.event_id
+                          AND (t.type = sqlc.narg('type')::text
+                               OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(t.type, left(sqlc.narg('type')::text, -1))))))
+        ORDER BY d.created_at DESC, d.event_id DESC
+        LIMIT @row_limit::int
+    ) l
+    WHERE (sqlc.narg('endpoint_id')::bigint IS NULL OR e.id = sqlc.narg('endpoint_id')::bigint)
+      AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+)
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ev.id IN (SELECT event_id FROM chosen)
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
+-- name: EventPageByStatus :many
+-- EventPageByDelivery for a status filter alone, for the statuses few
+-- deliveries are in (pending, failed, in_flight, dead): their deliveries
+-- are walked newest first (deliveries_waiting_created for pending and
+-- failed, deliveries_dead_log for dead, the in-flight set for in_flight)
+-- rather than the whole log probed for them, which costs the whole log
+-- when the queue is empty. An event with two matching deliveries appears
+-- once. Reads only.
+SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+FROM events ev
+WHERE ev.id IN (
+    SELECT DISTINCT ON (d.created_at, d.event_id) d.event_id
+    FROM deliveries d
+    WHERE d.status = @status::text
+      AND (sqlc.narg('before_created_at')::timestamptz IS NULL
+           OR (d.created_at, d.event_id) < (sqlc.narg('before_created_at')::timestamptz, sqlc.narg('before_id')::uuid))
+      AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
+      AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at < sqlc.narg('until')::timestamptz)
+      AND (sqlc.narg('type')::text IS NULL
+           OR EXISTS (SELECT 1 FROM events t WHERE t.id = d.event_id
+                      AND (t.type = sqlc.narg('type')::text
+                           OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(t.type, left(sqlc.narg('type')::text, -1))))))
+    ORDER BY d.created_at DESC, d.event_id DESC
+    LIMIT @row_limit::int)
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT @row_limit::int;
+
 -- name: EventSearch :many
 -- EventPageByDelivery for a search: the events whose id (q_id, when q is a
 -- UUID), idempotency key or any search-key value is exactly q. The matches
@@ -97,3 +161,22 @@ WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
            LIMIT 1))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @row_limit::int;
+
+-- name: EventFilteredEndpoints :many
+-- The endpoints that would take this event today, by type and partner as
+-- fan-out chooses them, that have a payload filter and no delivery of it:
+-- the event page evaluates their filters on the payload to show which ones
+-- filtered it out. Reads only.
+SELECT e.id, e.name, e.filter, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL
+  AND p.archived_at IS NULL
+  AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+  AND (cardinality(e.event_types) = 0
+       OR @event_type::text = ANY (e.event_types)
+       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
+                  WHERE t.pattern LIKE '%*'
+                    AND starts_with(@event_type::text, left(t.pattern, -1))))
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = @event_id::uuid AND d.endpoint_id = e.id)
+ORDER BY p.name, e.name;

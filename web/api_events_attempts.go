@@ -24,7 +24,7 @@ type endpointAttemptJSON struct {
 
 // apiEndpointAttempts: GET /api/v1/endpoints/:id/attempts — an endpoint's
 // attempt log, newest first, paged by an opaque cursor:
-// ?outcome=ok|failed&since=&until=&limit=&cursor=.
+// ?outcome=ok|failed&status_code=&since=&until=&limit=&cursor=.
 func (s *Server) apiEndpointAttempts(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
@@ -47,6 +47,14 @@ func (s *Server) apiEndpointAttempts(c echo.Context) error {
 		p.FailuresOnly = true
 	default:
 		return invalidField("outcome", "must be ok or failed")
+	}
+	if v := c.QueryParam("status_code"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 || n > 599 {
+			return invalidField("status_code", "must be an HTTP status code, 100 to 599")
+		}
+		code := int32(n)
+		p.StatusCode = &code
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		t, idText, ok := decodeCursor(v)

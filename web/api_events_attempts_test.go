@@ -98,6 +98,17 @@ func TestAPIEndpointAttempts(t *testing.T) {
 			t.Fatalf("%d failed", n)
 		}
 	})
+	t.Run("status code", func(t *testing.T) {
+		p := list(url.Values{"status_code": {"200"}})
+		if len(p.Data) != 4 {
+			t.Fatalf("%d attempts answered 200, want 4", len(p.Data))
+		}
+		for _, a := range p.Data {
+			if a.StatusCode == nil || *a.StatusCode != 200 {
+				t.Fatalf("status_code=200 returned %+v", a)
+			}
+		}
+	})
 	t.Run("time range", func(t *testing.T) {
 		p := list(url.Values{"since": {base.Add(3 * time.Minute).Format(time.RFC3339)}, "until": {base.Add(5 * time.Minute).Format(time.RFC3339)}})
 		if len(p.Data) != 2 || p.Data[0].AttemptNo != 4 || p.Data[1].AttemptNo != 3 {
@@ -129,6 +140,7 @@ func TestAPIEndpointAttempts(t *testing.T) {
 		for q, field := range map[string]string{
 			"outcome=transient": "outcome", "limit=x": "limit", "cursor=" + url.QueryEscape("!!"): "cursor",
 			"cursor=" + encodeCursor(time.Now(), "abc"): "cursor", "since=2026-05-01": "since", "until=soon": "until",
+			"status_code=99": "status_code", "status_code=2xx": "status_code",
 		} {
 			mustError(t, env.do(http.MethodGet, path+"?"+q, nil), http.StatusUnprocessableEntity, field)
 		}

@@ -113,9 +113,10 @@ func (s *Server) apiEventList(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"data": out, "next_cursor": next})
 }
 
-// eventPage runs the statement that serves the filters best: EventPage,
-// EventPageByDelivery when a delivery filter is given, EventSearch for a
-// search q.
+// eventPage runs the statement that serves the filters best: EventSearch
+// for a search q; EventPageByEndpoints for an endpoint or partner filter;
+// EventPageByStatus for a status most deliveries are not in;
+// EventPageByDelivery (walking the log) for delivered; EventPage.
 func (s *Server) eventPage(ctx context.Context, p db.EventPageByDeliveryParams, q string) ([]db.EventPageRow, error) {
 	var rows []db.EventPageRow
 	switch {
@@ -134,7 +135,31 @@ func (s *Server) eventPage(ctx context.Context, p db.EventPageByDeliveryParams, 
 		for _, r := range found {
 			rows = append(rows, db.EventPageRow(r))
 		}
-	case p.EndpointID != nil || p.PartnerID != nil || p.Status != nil:
+	case p.EndpointID != nil || p.PartnerID != nil:
+		found, err := s.q.EventPageByEndpoints(ctx, db.EventPageByEndpointsParams{
+			EndpointID: p.EndpointID, PartnerID: p.PartnerID, Status: p.Status, BeforeCreatedAt: p.BeforeCreatedAt,
+			BeforeID: p.BeforeID, Since: p.Since, Until: p.Until, Type: p.Type, RowLimit: p.RowLimit,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	case p.Status != nil && *p.Status != "delivered":
+		found, err := s.q.EventPageByStatus(ctx, db.EventPageByStatusParams{
+			Status: *p.Status, BeforeCreatedAt: p.BeforeCreatedAt, BeforeID: p.BeforeID, Since: p.Since, Until: p.Until,
+			Type: p.Type, RowLimit: p.RowLimit,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range found {
+			rows = append(rows, db.EventPageRow(r))
+		}
+	case p.Status != nil:
+		// Nearly every delivery is delivered: walking the log finds a
+		// page of them at once.
 		found, err := s.q.EventPageByDelivery(ctx, p)
 		if err != nil {
 			return nil, err

@@ -263,3 +263,64 @@ func TestAPIEventLogCursor(t *testing.T) {
 		}
 	})
 }
+
+// TestAPIEventLogCursorByDelivery: the log filtered by partner, endpoint or
+// status pages through every matching event exactly once, newest first,
+// when each event has several matching deliveries (three endpoints of one
+// partner, all pending), page boundaries fall inside a batch's tie of
+// created_at, and events arrive between pages. A delivery's created_at is
+// its event's, which those paths rely on.
+func TestAPIEventLogCursorByDelivery(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Acme")
+	var eps []int64
+	for i := range 3 {
+		eps = append(eps, env.createEndpoint(map[string]any{"partner_id": pid, "name": fmt.Sprint("ep", i), "kind": "webhook", "url": "https://hooks.acme.test/in"}).ID)
+	}
+	other := env.createPartner("Other")
+	env.createEndpoint(map[string]any{"partner_id": other, "name": "else", "kind": "webhook", "url": "https://else.test/in"})
+	var want []string
+	for b := range 3 {
+		var events []any
+		for i := range 6 {
+			events = append(events, map[string]any{"type": "conversion.approved", "payload": map[string]any{"click_id": fmt.Sprintf("c-%d-%d", b, i)}})
+		}
+		rec := env.do(http.MethodPost, "/api/v1/events/batch", map[string]any{"events": events})
+		mustStatus(t, rec, http.StatusAccepted)
+		for _, r := range decodeBody[struct {
+			Results []ingestResult `json:"results"`
+		}](t, rec).Results {
+			want = append(want, r.ID.String())
+		}
+	}
+	slices.Reverse(want)
+	env.waitDB("deliveries carry their event's time", time.Second,
+		`SELECT NOT EXISTS (SELECT 1 FROM deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.created_at <> ev.created_at)`)
+
+	for _, filter := range []string{fmt.Sprint("partner_id=", pid), fmt.Sprint("endpoint_id=", eps[1]), "status=pending",
+		fmt.Sprintf("partner_id=%d&status=pending&type=conversion.*", pid)} {
+		for _, limit := range []int{1, 4, 7} {
+			t.Run(fmt.Sprintf("%s limit %d", filter, limit), func(t *testing.T) {
+				var got []string
+				cursor := ""
+				for pages := 0; ; pages++ {
+					if pages > len(want)+1 {
+						t.Fatal("paging does not end")
+					}
+					p := env.listEvents(fmt.Sprintf("%s&limit=%d&cursor=%s", filter, limit, url.QueryEscape(cursor)))
+					got = append(got, p.ids()...)
+					env.postEventWith(map[string]any{"type": "conversion.approved", "payload": map[string]any{"click_id": "late"}})
+					if p.NextCursor == nil {
+						break
+					}
+					cursor = *p.NextCursor
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("walked %d events %v,\nwant %d %v", len(got), got, len(want), want)
+				}
+			})
+			env.exec(`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE search_values @> '{late}')`)
+			env.exec(`DELETE FROM events WHERE search_values @> '{late}'`)
+		}
+	}
+}

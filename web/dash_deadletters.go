@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/deadletters"
+	"github.com/hookline/hookline/views/events"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
 )
@@ -42,6 +43,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 			AvgAttempts: cl.AvgAttempts, PrimaryError: cl.PrimaryError, PayoutAtRisk: cl.PayoutAtRisk,
 			PayoutCurrencies: cl.payoutCurrencies, PayoutUnlabelled: cl.payoutUnlabelled,
 			Pattern: cl.Diagnosis.Pattern, Summary: cl.Diagnosis.Summary, Action: cl.Diagnosis.Action,
+			EventsURL: events.Filter{EndpointID: cl.EndpointID, Status: "dead"}.URL(),
 		})
 		if !seen[cl.EndpointID] {
 			seen[cl.EndpointID] = true

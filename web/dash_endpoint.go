@@ -24,9 +24,9 @@ import (
 	"github.com/hookline/hookline/worker/signing"
 )
 
-// endpointPage: GET /endpoints/:id[?attempts=failed][&before=CURSOR]. The
-// query chooses the attempt log's page; an htmx request aimed at the log
-// gets the log alone.
+// endpointPage: GET /endpoints/:id[?attempts=failed][&status_code=N]
+// [&window=1h|24h|7d][&before=CURSOR]. The query chooses the attempt log's
+// filter and page; an htmx request aimed at the log gets the log alone.
 func (s *Server) endpointPage(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
@@ -265,9 +265,12 @@ const attemptPageSize = 50
 // attemptPage chooses a page of the attempt log: failures only or every
 // attempt, and the cursor it starts after (nil for the newest).
 type attemptPage struct {
-	FailuresOnly bool
-	Before       *attemptCursor
+	endpoint.AttemptFilter
+	Before *attemptCursor
 }
+
+// attemptWindows are the attempt log's time ranges.
+var attemptWindows = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
 // attemptCursor is the last attempt of a page (its start and id, the log's
 // order): the next page starts after it.
@@ -304,6 +307,19 @@ func attemptPageOf(c echo.Context) (attemptPage, error) {
 	default:
 		return p, invalidField("attempts", `must be "all" or "failed"`)
 	}
+	if v := c.QueryParam("status_code"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 || n > 599 {
+			return p, invalidField("status_code", "must be an HTTP status code, 100 to 599")
+		}
+		p.StatusCode = n
+	}
+	if v := c.QueryParam("window"); v != "" {
+		if _, ok := attemptWindows[v]; !ok {
+			return p, invalidField("window", "must be 1h, 24h or 7d")
+		}
+		p.Window = v
+	}
 	if v := c.QueryParam("before"); v != "" {
 		k, ok := parseAttemptCursor(v)
 		if !ok {
@@ -318,7 +334,15 @@ func attemptPageOf(c echo.Context) (attemptPage, error) {
 // know whether an older page exists.
 func (s *Server) attemptLog(ctx context.Context, id int64, page attemptPage) (endpoint.Attempts, error) {
 	arg := db.AttemptPageByEndpointParams{EndpointID: id, FailuresOnly: page.FailuresOnly, RowLimit: attemptPageSize + 1}
-	out := endpoint.Attempts{EndpointID: id, FailuresOnly: page.FailuresOnly}
+	if page.StatusCode != 0 {
+		code := int32(page.StatusCode)
+		arg.StatusCode = &code
+	}
+	if w, ok := attemptWindows[page.Window]; ok {
+		since := s.now().Add(-w)
+		arg.Since = &since
+	}
+	out := endpoint.Attempts{EndpointID: id, AttemptFilter: page.AttemptFilter}
 	if page.Before != nil {
 		arg.BeforeStartedAt, arg.BeforeID = &page.Before.StartedAt, &page.Before.ID
 		out.Before = page.Before.String()

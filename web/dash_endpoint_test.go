@@ -142,6 +142,52 @@ func TestEndpointAttemptLogPages(t *testing.T) {
 			t.Fatalf("a bad cursor: %d, want 422", res.StatusCode)
 		}
 	})
+	t.Run("status code and time range, kept while paging, each attempt linked to its event", func(t *testing.T) {
+		// Five old attempts answered 500, three days back.
+		for i := range 5 {
+			if _, err := env.pool.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome, status_code)
+				VALUES ($1, $2, $3, now() - interval '3 days' + $4 * interval '1 second', 12, 'transient', 500)`, delivery, ep, 1000+i, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { env.exec("DELETE FROM delivery_attempts WHERE attempt_no >= 1000") })
+		_, doc := op.get(page + "?status_code=500")
+		if got := numbers(doc); len(got) != 5 || got[0] != "#1004" {
+			t.Fatalf("status 500 shows %v, want the five old attempts", got)
+		}
+		_, doc = op.get(page + "?status_code=500&window=24h")
+		if n := doc.Find("[data-testid=attempt-row]").Length(); n != 0 {
+			t.Fatalf("status 500 in the last 24 h shows %d attempts, want none", n)
+		}
+		if testid(doc, "attempt-filter-clear").Length() != 1 {
+			t.Fatal("no way to clear the filter")
+		}
+		seen := walk(t, page+"?status_code=503&window=24h")
+		if len(seen) != failed {
+			t.Fatalf("503s in the last 24 h over the pages: %d, want %d", len(seen), failed)
+		}
+		_, doc = op.get(page + "?status_code=200") // 80 attempts: two pages
+		older, _ := testid(doc, "attempts-older").Attr("href")
+		if !strings.Contains(older, "status_code=200") {
+			t.Fatalf("the older link %q drops the filter", older)
+		}
+		href, _ := doc.Find("[data-testid=attempt-event]").First().Attr("href")
+		if want := fmt.Sprintf("/events/%s#delivery-%d", event, delivery); href != want {
+			t.Fatalf("the attempt links to %q, want %q", href, want)
+		}
+		res, evdoc := op.get(strings.Split(href, "#")[0])
+		if res.StatusCode != http.StatusOK || evdoc.Find(fmt.Sprintf("#delivery-%d", delivery)).Length() != 1 {
+			t.Fatalf("the event page (%d) has no section for delivery %d", res.StatusCode, delivery)
+		}
+		if l, _ := testid(doc, "attempts-event-log").Attr("href"); l != fmt.Sprintf("/events?endpoint_id=%d", ep) {
+			t.Fatalf("the event log link is %q", l)
+		}
+		for _, bad := range []string{"?status_code=99", "?status_code=abc", "?window=2d"} {
+			if res, _ := op.get(page + bad); res.StatusCode != http.StatusUnprocessableEntity {
+				t.Fatalf("%s: %d, want 422", bad, res.StatusCode)
+			}
+		}
+	})
 	t.Run("secrets before the attempt log", func(t *testing.T) {
 		_, doc := op.get(page)
 		html, _ := doc.Html()

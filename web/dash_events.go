@@ -2,11 +2,12 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"time"
 
@@ -51,16 +52,15 @@ func (s *Server) eventsPage(c echo.Context) error {
 		page.NextURL = "/events?" + v.Encode()
 	}
 
-	eps, err := s.q.EndpointListWithHealth(ctx, nil)
+	eps, err := s.q.EndpointOptions(ctx)
 	if err != nil {
 		return err
 	}
 	names := make(map[int64]string, len(eps))
 	for _, e := range eps {
-		names[e.Endpoint.ID] = e.Endpoint.Name
-		page.Endpoints = append(page.Endpoints, events.Option{ID: e.Endpoint.ID, Name: e.PartnerName + " · " + e.Endpoint.Name})
+		names[e.ID] = e.Name
+		page.Endpoints = append(page.Endpoints, events.Option{ID: e.ID, Name: e.PartnerName + " · " + e.Name})
 	}
-	sort.Slice(page.Endpoints, func(i, j int) bool { return page.Endpoints[i].Name < page.Endpoints[j].Name })
 	partners, err := s.q.PartnerList(ctx)
 	if err != nil {
 		return err
@@ -244,7 +244,29 @@ func (s *Server) eventPageView(c echo.Context) error {
 		}
 		page.Deliveries = append(page.Deliveries, dv)
 	}
+	if page.Filtered, err = s.filteredEndpoints(ctx, ev); err != nil {
+		return err
+	}
 	return s.render(c, http.StatusOK, event.View(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
+}
+
+// filteredEndpoints are the endpoints that take ev's type but whose payload
+// filter, as saved now, rejects its payload (so fan-out made no delivery).
+func (s *Server) filteredEndpoints(ctx context.Context, ev db.Event) ([]event.FilteredEndpoint, error) {
+	rows, err := s.q.EventFilteredEndpoints(ctx, db.EventFilteredEndpointsParams{
+		PartnerID: ev.PartnerID, EventType: ev.Type, EventID: ev.ID})
+	if err != nil {
+		return nil, fmt.Errorf("load the endpoints filtering the event: %w", err)
+	}
+	var out []event.FilteredEndpoint
+	for _, r := range rows {
+		f, err := s.filters.Compile(r.Filter)
+		if err != nil || f.Match(ev.Payload) {
+			continue // a filter that does not compile filters nothing
+		}
+		out = append(out, event.FilteredEndpoint{ID: r.ID, Name: r.Name, Partner: r.PartnerName, Filter: f.String()})
+	}
+	return out, nil
 }
 
 // eventRequest fills in a delivery's partner and the request hookline sends

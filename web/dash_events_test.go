@@ -311,3 +311,39 @@ func TestDashEventPagePostback(t *testing.T) {
 		t.Errorf("curl %q", curl)
 	}
 }
+
+// TestDashEventPageFiltered: an endpoint whose payload filter kept an
+// event from it is named on the event's page as filtered; one that took
+// the event, or does not take its type, is not.
+func TestDashEventPageFiltered(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Acme")
+	strict := env.createEndpoint(map[string]any{"partner_id": pid, "name": "big payouts", "kind": "webhook",
+		"url": "https://big.acme.invalid/in", "filter": map[string]any{"payout": map[string]any{"$gte": 100}}})
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "everything", "kind": "webhook", "url": "https://all.acme.invalid/in"})
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders only", "kind": "webhook", "url": "https://orders.acme.invalid/in",
+		"event_types": []string{"order.*"}, "filter": map[string]any{"payout": map[string]any{"$gte": 100}}})
+	post := func(payout int) string {
+		rec := env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion.approved", "payload": map[string]any{"payout": payout}})
+		mustStatus(t, rec, http.StatusAccepted)
+		return decodeBody[acceptedBody](t, rec).ID
+	}
+	small, big := post(5), post(500)
+	viewer := env.signIn(env.server(), "viewer@example.com", "viewer")
+
+	_, doc := viewer.get("/events/" + small)
+	items := doc.Find("[data-testid=filtered-endpoint]")
+	if items.Length() != 1 || items.AttrOr("data-endpoint-id", "") != fmt.Sprint(strict.ID) || !strings.Contains(items.Text(), "filtered") {
+		t.Fatalf("filtered endpoints on the small event: %q", items.Text())
+	}
+	if n := testid(doc, "delivery").Length(); n != 1 {
+		t.Fatalf("%d deliveries on the small event, want 1", n)
+	}
+	_, doc = viewer.get("/events/" + big)
+	if n := testid(doc, "filtered").Length(); n != 0 {
+		t.Fatal("the event every filter passed shows a filtered section")
+	}
+	if n := testid(doc, "delivery").Length(); n != 2 {
+		t.Fatalf("%d deliveries on the big event, want 2", n)
+	}
+}

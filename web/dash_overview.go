@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/components"
+	"github.com/hookline/hookline/views/events"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/overview"
 	"github.com/hookline/hookline/worker/latency"
@@ -48,17 +49,25 @@ func (s *Server) overviewLive(ctx context.Context) (overview.Live, error) {
 	l := overview.Live{Now: now, Chart: chart}
 	oldest := time.Duration(st.OldestPendingSeconds * float64(time.Second))
 	l.Tiles = []components.TileData{
-		{ID: "tile-pending", Label: "Pending", Value: components.Count(st.Pending), Hint: "waiting for their first attempt", Tone: components.ToneInfo},
-		{ID: "tile-retry", Label: "Awaiting retry", Value: components.Count(st.AwaitingRetry), Hint: "failed, backing off", Tone: toneIf(st.AwaitingRetry > 0, components.ToneWarn, components.ToneInfo)},
-		{ID: "tile-in-flight", Label: "In flight", Value: components.Count(st.InFlight), Hint: "being sent now", Tone: components.ToneInfo},
-		{ID: "tile-dead", Label: "Dead letters", Value: components.Count(st.Dead), Hint: fmt.Sprintf("%s in the last hour", components.Count(st.DeadLastHour)), Tone: toneIf(st.DeadLastHour > 0, components.ToneCritical, components.ToneMuted), Href: "/dead-letters"},
-		{ID: "tile-delivered", Label: "Delivered, last hour", Value: components.Count(st.DeliveredLastHour), Tone: components.ToneOK},
+		{ID: "tile-pending", Label: "Pending", Value: components.Count(st.Pending), Hint: "waiting for their first attempt", Tone: components.ToneInfo,
+			Href: events.Filter{Status: "pending"}.URL()},
+		{ID: "tile-retry", Label: "Awaiting retry", Value: components.Count(st.AwaitingRetry), Hint: "failed, backing off", Tone: toneIf(st.AwaitingRetry > 0, components.ToneWarn, components.ToneInfo),
+			Href: events.Filter{Status: "awaiting_retry"}.URL()},
+		{ID: "tile-in-flight", Label: "In flight", Value: components.Count(st.InFlight), Hint: "being sent now", Tone: components.ToneInfo,
+			Href: events.Filter{Status: "in_flight"}.URL()},
+		// The dead letters of the last hour, newest first: what the
+		// number's colour is about. The dead-letter clusters are one
+		// click away in the header.
+		{ID: "tile-dead", Label: "Dead letters", Value: components.Count(st.Dead), Hint: fmt.Sprintf("%s in the last hour", components.Count(st.DeadLastHour)), Tone: toneIf(st.DeadLastHour > 0, components.ToneCritical, components.ToneMuted),
+			Href: events.Filter{Status: "dead", Since: events.TimeText(now.Add(-time.Hour), false)}.URL()},
+		{ID: "tile-delivered", Label: "Delivered, last hour", Value: components.Count(st.DeliveredLastHour), Tone: components.ToneOK,
+			Href: events.Filter{Status: "delivered", Since: events.TimeText(now.Add(-time.Hour), false)}.URL()},
 		{ID: "tile-failed", Label: "Failed attempts, last hour", Value: components.Count(st.FailedLastHour), Tone: toneIf(st.FailedLastHour > 0, components.ToneWarn, components.ToneMuted)},
 		{ID: "tile-oldest", Label: "Oldest pending", Value: ageText(oldest), Hint: "alert above 30 min", Tone: toneIf(oldest > oldestPendingAlert, components.ToneCritical, toneIf(oldest > 5*time.Minute, components.ToneWarn, components.ToneOK))},
 		{ID: "tile-avg", Label: "Average attempt, last hour", Value: components.Ms(st.AvgDeliveryMsHour), Tone: components.ToneInfo},
 	}
 	for _, a := range st.Alerts {
-		l.Alerts = append(l.Alerts, alertView(a))
+		l.Alerts = append(l.Alerts, alertView(a, now))
 	}
 	l.Quiet = st.Pending+st.AwaitingRetry+st.InFlight+st.Dead+st.DeliveredLastHour+st.FailedLastHour == 0
 	return l, nil
@@ -85,15 +94,25 @@ func ageText(d time.Duration) string {
 
 // alertView turns an API alert into a banner linking to the endpoints it
 // names.
-func alertView(a alert) components.AlertData {
+//
+// A dead-letter alert's endpoints open the event log at their dead
+// deliveries of the last hour (what the alert counts); a late-delivery
+// alert links to the waiting events; a slow endpoint opens its page.
+func alertView(a alert, now time.Time) components.AlertData {
 	v := components.AlertData{Tone: a.Severity, Message: a.Message}
+	endpointHref := func(id int64) string { return "/endpoints/" + strconv.FormatInt(id, 10) }
 	switch a.Kind {
 	case "dead_letters_rising":
 		v.Title = "Dead letters are rising"
 		v.Links = append(v.Links, components.Link{Label: "Open the dead letters", Href: "/dead-letters"})
+		hourAgo := events.TimeText(now.Add(-time.Hour), false)
+		endpointHref = func(id int64) string {
+			return events.Filter{EndpointID: id, Status: "dead", Since: hourAgo}.URL()
+		}
 	case "oldest_pending":
 		v.Title = "Delivery is late"
-		v.Links = append(v.Links, components.Link{Label: "Endpoints by queue", Href: "/endpoints?sort=queue"})
+		v.Links = append(v.Links, components.Link{Label: "Endpoints by queue", Href: "/endpoints?sort=queue"},
+			components.Link{Label: "Waiting events", Href: events.Filter{Status: "pending"}.URL()})
 	case "slow_endpoints":
 		v.Title = "Endpoints are getting slower"
 		v.Links = append(v.Links, components.Link{Label: "All slow endpoints", Href: "/endpoints?show=slow&sort=p95"})
@@ -109,7 +128,7 @@ func alertView(a alert) components.AlertData {
 		case e.RecentP95Ms != nil || e.P95Ms != nil:
 			label += " (P95 " + components.Ms(max(deref0(e.RecentP95Ms), deref0(e.P95Ms))) + ")"
 		}
-		v.Links = append(v.Links, components.Link{Label: label, Href: "/endpoints/" + strconv.FormatInt(e.ID, 10)})
+		v.Links = append(v.Links, components.Link{Label: label, Href: endpointHref(e.ID)})
 	}
 	return v
 }

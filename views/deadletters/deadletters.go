@@ -50,6 +50,9 @@ type Cluster struct {
 	Pattern          string
 	Summary          string
 	Action           string
+	// EventsURL is the event log filtered to the endpoint's dead
+	// deliveries (the log filters by event time, not by error class).
+	EventsURL string
 }
 
 // Delivery is one dead delivery of an expanded cluster.

@@ -78,21 +78,42 @@ type Health struct {
 // Attempts is the attempt log: one page, newest first, of every attempt or
 // of the failures only.
 type Attempts struct {
-	EndpointID   int64
-	List         []Attempt
-	FailuresOnly bool
+	EndpointID int64
+	List       []Attempt
+	AttemptFilter
 	// Before is the cursor this page starts after ("" for the newest);
 	// Older is the cursor of the next page back ("" when there is none).
 	Before, Older string
 }
 
-// AttemptsURL is the endpoint page showing an attempt log page: failures
-// only or every attempt, starting after the cursor before ("" for the
-// newest). Plain links to it work without JavaScript; htmx swaps the log.
-func AttemptsURL(endpointID int64, failuresOnly bool, before string) string {
+// AttemptFilter chooses which attempts the log shows.
+type AttemptFilter struct {
+	FailuresOnly bool
+	StatusCode   int    // 0: any
+	Window       string // "" (every attempt kept), or one of AttemptWindows
+}
+
+// AttemptWindows are the time ranges the attempt log offers, newest back.
+var AttemptWindows = []string{"1h", "24h", "7d"}
+
+// Filtered reports whether anything narrows the log.
+func (f AttemptFilter) Filtered() bool {
+	return f.FailuresOnly || f.StatusCode != 0 || f.Window != ""
+}
+
+// AttemptsURL is the endpoint page showing an attempt log page under
+// filter f, starting after the cursor before ("" for the newest). Plain
+// links to it work without JavaScript; htmx swaps the log.
+func AttemptsURL(endpointID int64, f AttemptFilter, before string) string {
 	v := url.Values{}
-	if failuresOnly {
+	if f.FailuresOnly {
 		v.Set("attempts", "failed")
+	}
+	if f.StatusCode != 0 {
+		v.Set("status_code", strconv.Itoa(f.StatusCode))
+	}
+	if f.Window != "" {
+		v.Set("window", f.Window)
 	}
 	if before != "" {
 		v.Set("before", before)
@@ -102,6 +123,17 @@ func AttemptsURL(endpointID int64, failuresOnly bool, before string) string {
 		u += "?" + v.Encode()
 	}
 	return u
+}
+
+// EventLogURL is the event log filtered to this endpoint (and to its
+// dead or retrying deliveries when only failures are shown).
+func (a Attempts) EventLogURL() string {
+	return "/events?endpoint_id=" + idStr(a.EndpointID)
+}
+
+// EventURL is an attempt's event page, opened at its delivery.
+func (at Attempt) EventURL() string {
+	return "/events/" + at.EventID + "#delivery-" + idStr(at.DeliveryID)
 }
 
 // Attempt is one row of the attempt log.
@@ -156,6 +188,13 @@ type Verdict struct {
 }
 
 func idStr(id int64) string { return strconv.FormatInt(id, 10) }
+
+func statusCodeValue(code int) string {
+	if code == 0 {
+		return ""
+	}
+	return strconv.Itoa(code)
+}
 
 func action(id int64, verb string) string { return "/endpoints/" + idStr(id) + "/" + verb }
 

@@ -20,9 +20,20 @@ type Page struct {
 	Payload        string // pretty-printed JSON
 	SearchKeys     [][2]string
 	Deliveries     []Delivery
-	CanOperate     bool
-	CSRF           string
-	Now            time.Time
+	// Filtered are the endpoints that take this event's type but whose
+	// payload filter, as it reads now, rejects it: they got no delivery.
+	Filtered   []FilteredEndpoint
+	CanOperate bool
+	CSRF       string
+	Now        time.Time
+}
+
+// FilteredEndpoint is an endpoint whose payload filter rejects the event.
+type FilteredEndpoint struct {
+	ID      int64
+	Name    string
+	Partner string
+	Filter  string
 }
 
 // Delivery is one endpoint's delivery of the event.

@@ -53,6 +53,44 @@ func (f Filter) Values() url.Values {
 	return v
 }
 
+// URL is the event log under this filter: what the overview's tiles and
+// alerts, the dead letters and the endpoint page link to.
+func (f Filter) URL() string {
+	if v := f.Values(); len(v) > 0 {
+		return "/events?" + v.Encode()
+	}
+	return "/events"
+}
+
+// TimeText is t as the filter's since and until hold it (UTC, to the
+// minute); up rounds a partial minute up, for an until that must include t.
+func TimeText(t time.Time, up bool) string {
+	m := t.UTC().Truncate(time.Minute)
+	if up && !m.Equal(t.UTC()) {
+		m = m.Add(time.Minute)
+	}
+	return m.Format("2006-01-02T15:04")
+}
+
+// ReplayURL is the bulk replay form prefilled with this filter, when the
+// filter is one a bulk replay can take (dead or delivered deliveries, of
+// one endpoint or from a start time; no partner filter); "" otherwise.
+func (f Filter) ReplayURL() string {
+	if (f.Status != "dead" && f.Status != "delivered") || f.PartnerID != 0 || (f.EndpointID == 0 && f.Since == "") {
+		return ""
+	}
+	v := url.Values{"status": {f.Status}, "preview": {"1"}}
+	if f.EndpointID != 0 {
+		v.Set("endpoint_id", strconv.FormatInt(f.EndpointID, 10))
+	}
+	for k, s := range map[string]string{"event_type": f.Type, "q": f.Q, "since": f.Since, "until": f.Until} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return "/deliveries/replay?" + v.Encode()
+}
+
 // Active reports whether any filter is set.
 func (f Filter) Active() bool { return len(f.Values()) > 0 }
 
