@@ -152,6 +152,118 @@ func (q *Queries) DeliveryRefsByEvents(ctx context.Context, eventIds []uuid.UUID
 	return items, nil
 }
 
+const deliveryReplayBatch = `-- name: DeliveryReplayBatch :many
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = $1::timestamptz
+FROM endpoints e
+WHERE e.id = d.endpoint_id
+  AND d.id IN (
+    SELECT m.id
+    FROM deliveries m
+    JOIN events ev ON ev.id = m.event_id
+    WHERE m.status = $2::text
+      AND m.id > $3::bigint
+      AND ($4::bigint IS NULL OR m.endpoint_id = $4::bigint)
+      AND ($5::timestamptz IS NULL OR m.created_at >= $5::timestamptz)
+      AND ($6::timestamptz IS NULL OR m.created_at < $6::timestamptz)
+      AND ($7::text IS NULL OR ev.type = $7::text
+           OR (right($7::text, 1) = '*' AND starts_with(ev.type, left($7::text, -1))))
+      AND ($8::text IS NULL OR ev.search_values @> ARRAY[$8::text] OR ev.idempotency_key = $8::text)
+    ORDER BY m.id
+    LIMIT $9::int
+    FOR UPDATE OF m)
+RETURNING d.id
+`
+
+type DeliveryReplayBatchParams struct {
+	Stamp      time.Time
+	Status     string
+	AfterID    int64
+	EndpointID *int64
+	Since      *time.Time
+	Until      *time.Time
+	EventType  *string
+	Q          *string
+	BatchSize  int32
+}
+
+// Writes: re-queues the next batch of a bulk replay's deliveries after
+// after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
+// attempt budget, is due now, goes through breaker and rate limit, and
+// keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+func (q *Queries) DeliveryReplayBatch(ctx context.Context, arg DeliveryReplayBatchParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, deliveryReplayBatch,
+		arg.Stamp,
+		arg.Status,
+		arg.AfterID,
+		arg.EndpointID,
+		arg.Since,
+		arg.Until,
+		arg.EventType,
+		arg.Q,
+		arg.BatchSize,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryReplayCount = `-- name: DeliveryReplayCount :one
+SELECT count(*)::bigint
+FROM deliveries d
+JOIN events ev ON ev.id = d.event_id
+WHERE d.status = $1::text
+  AND ($2::bigint IS NULL OR d.endpoint_id = $2::bigint)
+  AND ($3::timestamptz IS NULL OR d.created_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR d.created_at < $4::timestamptz)
+  AND ($5::text IS NULL OR ev.type = $5::text
+       OR (right($5::text, 1) = '*' AND starts_with(ev.type, left($5::text, -1))))
+  AND ($6::text IS NULL OR ev.search_values @> ARRAY[$6::text] OR ev.idempotency_key = $6::text)
+`
+
+type DeliveryReplayCountParams struct {
+	Status     string
+	EndpointID *int64
+	Since      *time.Time
+	Until      *time.Time
+	EventType  *string
+	Q          *string
+}
+
+// How many deliveries a bulk replay's filter matches (shown before it is
+// confirmed): status dead or delivered; optionally one endpoint, events
+// of a type (exact, or a prefix ending in *), an event found by q (a
+// search-key value or idempotency key, exactly), and event times in
+// [since, until).
+func (q *Queries) DeliveryReplayCount(ctx context.Context, arg DeliveryReplayCountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deliveryReplayCount,
+		arg.Status,
+		arg.EndpointID,
+		arg.Since,
+		arg.Until,
+		arg.EventType,
+		arg.Q,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deliveryResend = `-- name: DeliveryResend :one
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,

@@ -169,6 +169,24 @@ type Partner struct {
 	ArchivedAt *time.Time
 }
 
+type ReplayJob struct {
+	ID         int64
+	Status     string
+	EndpointID *int64
+	EventType  *string
+	Q          *string
+	Since      *time.Time
+	Until      *time.Time
+	State      string
+	Total      int64
+	Replayed   int64
+	LastID     int64
+	Stamp      time.Time
+	CreatedBy  string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
 type User struct {
 	ID           int64
 	Email        string

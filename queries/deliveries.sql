@@ -70,3 +70,48 @@ SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = 
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.id = @id AND d.status <> 'in_flight'
 RETURNING d.id, d.status;
+
+-- name: DeliveryReplayCount :one
+-- How many deliveries a bulk replay's filter matches (shown before it is
+-- confirmed): status dead or delivered; optionally one endpoint, events
+-- of a type (exact, or a prefix ending in *), an event found by q (a
+-- search-key value or idempotency key, exactly), and event times in
+-- [since, until).
+SELECT count(*)::bigint
+FROM deliveries d
+JOIN events ev ON ev.id = d.event_id
+WHERE d.status = @status::text
+  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+  AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('event_type')::text IS NULL OR ev.type = sqlc.narg('event_type')::text
+       OR (right(sqlc.narg('event_type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('event_type')::text, -1))))
+  AND (sqlc.narg('q')::text IS NULL OR ev.search_values @> ARRAY[sqlc.narg('q')::text] OR ev.idempotency_key = sqlc.narg('q')::text);
+
+-- name: DeliveryReplayBatch :many
+-- Writes: re-queues the next batch of a bulk replay's deliveries after
+-- after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
+-- attempt budget, is due now, goes through breaker and rate limit, and
+-- keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = @stamp::timestamptz
+FROM endpoints e
+WHERE e.id = d.endpoint_id
+  AND d.id IN (
+    SELECT m.id
+    FROM deliveries m
+    JOIN events ev ON ev.id = m.event_id
+    WHERE m.status = @status::text
+      AND m.id > @after_id::bigint
+      AND (sqlc.narg('endpoint_id')::bigint IS NULL OR m.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+      AND (sqlc.narg('since')::timestamptz IS NULL OR m.created_at >= sqlc.narg('since')::timestamptz)
+      AND (sqlc.narg('until')::timestamptz IS NULL OR m.created_at < sqlc.narg('until')::timestamptz)
+      AND (sqlc.narg('event_type')::text IS NULL OR ev.type = sqlc.narg('event_type')::text
+           OR (right(sqlc.narg('event_type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('event_type')::text, -1))))
+      AND (sqlc.narg('q')::text IS NULL OR ev.search_values @> ARRAY[sqlc.narg('q')::text] OR ev.idempotency_key = sqlc.narg('q')::text)
+    ORDER BY m.id
+    LIMIT @batch_size::int
+    FOR UPDATE OF m)
+RETURNING d.id;

@@ -43,6 +43,9 @@ func (s *Server) routes() {
 	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose))
 	api.GET("/endpoints/:id/attempts", s.apiEndpointAttempts)
 	api.POST("/deliveries/:id/resend", s.apiDeliveryResend)
+	api.POST("/deliveries/replay", s.apiBulkReplay)
+	api.GET("/replays/:id", s.apiReplayJob)
+	api.POST("/replays/:id/cancel", s.apiReplayJobCancel)
 	api.GET("/stats", s.apiStats)
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
 	api.POST("/dead-letters/replay", s.apiReplay)
@@ -87,6 +90,10 @@ func (s *Server) routes() {
 	d.GET("/events/new", s.eventsNew)
 	d.GET("/events/:id", s.eventPageView)
 	d.POST("/deliveries/:id/resend", s.deliveryResendForm, operator)
+	d.GET("/deliveries/replay", s.bulkReplayPage)
+	d.POST("/deliveries/replay", s.bulkReplayStart, operator)
+	d.GET("/replays/:id", s.replayJobPage)
+	d.POST("/replays/:id/cancel", s.replayJobCancel, operator)
 
 	// Dead letters.
 	d.GET("/dead-letters", s.deadLettersPage)

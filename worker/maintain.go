@@ -75,6 +75,9 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			return
 		case <-tick.C:
 		}
+		if _, err := w.replayStep(ctx); err != nil && ctx.Err() == nil {
+			w.log.Error("bulk replay", "err", err)
+		}
 		now := time.Now()
 		if now.Sub(lastProbe) >= probeEvery {
 			lastProbe = now

@@ -1,0 +1,38 @@
+-- name: ReplayJobCreate :one
+-- Writes: a bulk replay, running, with the count the operator confirmed.
+INSERT INTO replay_jobs (status, endpoint_id, event_type, q, since, until, total, created_by)
+VALUES (@status, sqlc.narg('endpoint_id'), sqlc.narg('event_type'), sqlc.narg('q'), sqlc.narg('since'), sqlc.narg('until'), @total, @created_by)
+RETURNING *;
+
+-- name: ReplayJobGet :one
+SELECT * FROM replay_jobs WHERE id = @id;
+
+-- name: ReplayJobList :many
+SELECT * FROM replay_jobs ORDER BY id DESC LIMIT @row_limit::int;
+
+-- name: ReplayJobClaim :one
+-- The oldest running job, locked for this replica's batch; other replicas
+-- skip it (and take the next one).
+SELECT * FROM replay_jobs WHERE state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
+
+-- name: ReplayJobAdvance :exec
+-- Writes: a batch's progress; done when the batch was the last.
+UPDATE replay_jobs
+SET replayed = replayed + @replayed, last_id = greatest(last_id, @last_id::bigint),
+    state = CASE WHEN @done::bool THEN 'done' ELSE state END,
+    finished_at = CASE WHEN @done::bool THEN now() ELSE finished_at END
+WHERE id = @id;
+
+-- name: ReplayJobCancel :one
+-- Writes: stops a running job; what it re-queued stays queued.
+UPDATE replay_jobs SET state = 'canceled', finished_at = now()
+WHERE id = @id AND state = 'running'
+RETURNING *;
+
+-- name: ReplayJobProgress :one
+-- How the deliveries a job re-queued are doing (deliveries_replayed).
+SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
+       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE replayed_at = @stamp;
