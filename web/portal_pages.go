@@ -232,8 +232,15 @@ func (s *Server) portalEventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := portal.Event{ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, Payload: prettyJSON(ev.Payload),
-		CSRF: portalOf(c).CSRF, Now: s.now()}
+	page := portal.Event{ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, CSRF: portalOf(c).CSRF, Now: s.now()}
+	// The whole payload is what a webhook receives; a postback receives
+	// only its template's values, so a postback-only partner does not see
+	// the rest of the producer's payload.
+	for _, d := range dels {
+		if d.EndpointKind == "webhook" {
+			page.Payload = prettyJSON(ev.Payload)
+		}
+	}
 	for i, k := range ev.SearchKeys {
 		if i < len(ev.SearchValues) {
 			page.SearchKeys = append(page.SearchKeys, [2]string{k, ev.SearchValues[i]})

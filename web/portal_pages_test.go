@@ -109,6 +109,27 @@ func TestPortalPages(t *testing.T) {
 			t.Fatalf("bad id: %d", res.StatusCode)
 		}
 	})
+	t.Run("a postback-only partner does not see the whole payload", func(t *testing.T) {
+		g := f.env.createPartner("Gamma")
+		f.env.createEndpoint(map[string]any{"partner_id": g, "name": "gamma-pb", "kind": "postback", "method": "GET",
+			"url": f.recvA.URL + "/pb?cid={click_id}"})
+		rec := f.env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion.approved", "partner_id": g,
+			"payload": map[string]any{"click_id": "g-1", "internal_margin": 9.25}})
+		mustStatus(t, rec, http.StatusAccepted)
+		id := decodeBody[struct {
+			ID string `json:"id"`
+		}](t, rec).ID
+		gb := f.env.portalSignIn(f.base, g, "Gamma")
+		res, doc := gb.get("/portal/events/" + id)
+		html, _ := doc.Html()
+		if res.StatusCode != http.StatusOK || testid(doc, "payload-postback-only").Length() != 1 || strings.Contains(html, "internal_margin") {
+			t.Fatalf("postback-only event page: %d, payload shown: %v", res.StatusCode, strings.Contains(html, "internal_margin"))
+		}
+		_, doc = b.get("/portal/events/" + f.eventA)
+		if testid(doc, "payload").Length() != 1 {
+			t.Fatal("a webhook partner does not see the payload")
+		}
+	})
 	t.Run("older page", func(t *testing.T) {
 		if res, _ := b.get("/portal/events?cursor=garbage"); res.StatusCode != http.StatusUnprocessableEntity {
 			t.Fatalf("bad cursor: %d", res.StatusCode)

@@ -149,6 +149,9 @@ type Event struct {
 	ID         string
 	Type       string
 	CreatedAt  time.Time
+	// Payload is the event body as a webhook carries it; "" when the
+	// partner gets the event only as postbacks (which carry only the
+	// template's values, not the producer's whole payload).
 	Payload    string
 	SearchKeys [][2]string
 	Deliveries []event.Delivery
