@@ -146,9 +146,9 @@ type Chip struct {
 
 // Event is /portal/events/{id}: the event and the partner's deliveries.
 type Event struct {
-	ID         string
-	Type       string
-	CreatedAt  time.Time
+	ID        string
+	Type      string
+	CreatedAt time.Time
 	// Payload is the event body as a webhook carries it; "" when the
 	// partner gets the event only as postbacks (which carry only the
 	// template's values, not the producer's whole payload).
