@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/views/event"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/portal"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -246,27 +245,13 @@ func (s *Server) portalEventPage(c echo.Context) error {
 			page.SearchKeys = append(page.SearchKeys, [2]string{k, ev.SearchValues[i]})
 		}
 	}
-	byDelivery := map[int64][]event.Attempt{}
-	for _, a := range attempts {
-		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
-			Class: derefS(a.ErrorClass), Error: derefS(a.Error), Excerpt: derefS(a.ResponseExcerpt)}
-		if a.StatusCode != nil {
-			at.StatusCode = int(*a.StatusCode)
-		}
-		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
-	}
 	partnerName := func(int64) (string, error) { return portalOf(c).PartnerName, nil }
-	for _, d := range dels {
-		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
-			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
-		if d.Status == "pending" || d.Status == "failed" {
-			t := d.NextAttemptAt
-			dv.NextAttemptAt = &t
-		}
-		if err := s.eventRequest(c, ev, &dv, partnerName); err != nil {
-			return err
-		}
-		page.Deliveries = append(page.Deliveries, dv)
+	mine := make([]db.DeliveryListByEventRow, len(dels))
+	for i, d := range dels {
+		mine[i] = db.DeliveryListByEventRow(d)
+	}
+	if page.Deliveries, err = s.eventDeliveries(c, ev, mine, attempts, partnerName); err != nil {
+		return err
 	}
 	return s.render(c, http.StatusOK, portal.EventPage(s.portalMeta(c, "Event "+page.ID, portal.NavEvents), page))
 }
