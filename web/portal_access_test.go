@@ -310,6 +310,11 @@ func TestPortalPartnerPage(t *testing.T) {
 	if testid(doc, "portal-unused-link").Length() != 1 {
 		t.Fatal("the unused link is not listed")
 	}
+	// Without JavaScript the form posts and the page comes back with it.
+	res, doc = op.postForm("/partners/"+itoa64(pid)+"/portal-links", url.Values{})
+	if res.StatusCode != http.StatusOK || !strings.Contains(testid(doc, "portal-link").Text(), "/portal/signin?token=") {
+		t.Fatalf("share without htmx: %d", res.StatusCode)
+	}
 	// Shown once: the page does not show it again.
 	_, doc = op.get("/partners/" + itoa64(pid))
 	if strings.Contains(doc.Text(), link) {
