@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -367,6 +369,12 @@ type config struct {
 	Concurrency   int
 	Retention     worker.Retention
 	SearchKeys    []string // payload fields the event log is searched by
+	// Partner portal: how long a sign-in link works, the product name its
+	// pages show, and the public address its links start with ("" = the
+	// address the link API was called at).
+	PortalLinkTTL time.Duration
+	PortalTitle   string
+	PublicURL     string
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -384,6 +392,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Concurrency:   256,
 		Retention:     worker.DefaultRetention(),
 		SearchKeys:    web.DefaultSearchKeys(),
+		PortalLinkTTL: time.Hour,
+		PortalTitle:   strings.TrimSpace(getenv("HOOKLINE_PORTAL_TITLE")),
 	}
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
@@ -446,6 +456,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"HOOKLINE_RETAIN_MINUTE_HISTOGRAMS", &c.Retention.MinuteHistograms, 25 * time.Hour, 365 * 24 * time.Hour},
 		{"HOOKLINE_RETAIN_HOURLY_HISTOGRAMS", &c.Retention.HourlyHistograms, 25 * time.Hour, 5 * 365 * 24 * time.Hour},
 		{"HOOKLINE_RETAIN_DELIVERED", &c.Retention.Delivered, time.Hour, 365 * 24 * time.Hour},
+		{"HOOKLINE_PORTAL_LINK_TTL", &c.PortalLinkTTL, time.Minute, 7 * 24 * time.Hour},
 	}
 	for _, d := range durations {
 		v := getenv(d.name)
@@ -472,6 +483,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("HOOKLINE_SEARCH_KEYS %q: %w", v, err))
 		}
 		c.SearchKeys = keys
+	}
+	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
+		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
+	}
+	if v := strings.TrimSpace(getenv("HOOKLINE_PUBLIC_URL")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("HOOKLINE_PUBLIC_URL %q: want the address partners reach hookline at, such as https://hooks.example.com", v))
+		} else {
+			c.PublicURL = u.Scheme + "://" + u.Host
+		}
 	}
 	return c, errors.Join(errs...)
 }
@@ -769,6 +791,7 @@ func (a *app) webServer() (*web.Server, error) {
 		Logger:       a.log,
 		Registry:     a.reg,
 		SearchKeys:   a.cfg.SearchKeys,
+		Portal:       web.PortalConfig{LinkTTL: a.cfg.PortalLinkTTL, Title: a.cfg.PortalTitle, PublicURL: a.cfg.PublicURL},
 	})
 }
 

@@ -70,6 +70,20 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{"bad retention", map[string]string{"HOOKLINE_RETAIN_ATTEMPTS": "1s"}, "HOOKLINE_RETAIN_ATTEMPTS", nil},
 		{"log level", map[string]string{"HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_LOG_LEVEL", nil},
+		{"portal defaults", nil, "", func(t *testing.T, c config) {
+			if c.PortalLinkTTL != time.Hour || c.PortalTitle != "" || c.PublicURL != "" {
+				t.Fatal(c.PortalLinkTTL, c.PortalTitle, c.PublicURL)
+			}
+		}},
+		{"portal settings", map[string]string{"HOOKLINE_PORTAL_LINK_TTL": "15m", "HOOKLINE_PORTAL_TITLE": " Acme Deliveries ", "HOOKLINE_PUBLIC_URL": "https://hooks.acme.test/"}, "", func(t *testing.T, c config) {
+			if c.PortalLinkTTL != 15*time.Minute || c.PortalTitle != "Acme Deliveries" || c.PublicURL != "https://hooks.acme.test" {
+				t.Fatal(c.PortalLinkTTL, c.PortalTitle, c.PublicURL)
+			}
+		}},
+		{"portal link ttl too long", map[string]string{"HOOKLINE_PORTAL_LINK_TTL": "30d"}, "HOOKLINE_PORTAL_LINK_TTL", nil},
+		{"portal link ttl too short", map[string]string{"HOOKLINE_PORTAL_LINK_TTL": "5s"}, "HOOKLINE_PORTAL_LINK_TTL", nil},
+		{"public url with a path", map[string]string{"HOOKLINE_PUBLIC_URL": "https://hooks.acme.test/x?y=1"}, "HOOKLINE_PUBLIC_URL", nil},
+		{"public url without scheme", map[string]string{"HOOKLINE_PUBLIC_URL": "hooks.acme.test"}, "HOOKLINE_PUBLIC_URL", nil},
 		{"search keys default", nil, "", func(t *testing.T, c config) {
 			if !slices.Equal(c.SearchKeys, web.DefaultSearchKeys()) || !slices.Contains(c.SearchKeys, "click_id") {
 				t.Fatal(c.SearchKeys)

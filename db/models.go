@@ -169,6 +169,30 @@ type Partner struct {
 	ArchivedAt *time.Time
 }
 
+type PortalLink struct {
+	ID        int64
+	PartnerID int64
+	TokenHash string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+}
+
+type PortalSession struct {
+	ID         int64
+	TokenHash  string
+	PartnerID  int64
+	LinkID     *int64
+	CsrfToken  string
+	UserAgent  string
+	RemoteIp   string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	RevokedAt  *time.Time
+}
+
 type ReplayJob struct {
 	ID         int64
 	Status     string

@@ -111,18 +111,9 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	for _, t := range strings.FieldsFunc(f.EventTypes, func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\t' || r == '\r' }) {
 		in.EventTypes = append(in.EventTypes, t)
 	}
-	in.Headers = map[string]string{}
-	for i, line := range strings.Split(f.Headers, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			f.Errors["headers"] = fmt.Sprintf("line %d is not \"Name: value\"", i+1)
-			continue
-		}
-		in.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	var msg string
+	if in.Headers, msg = parseHeaderLines(f.Headers); msg != "" {
+		f.Errors["headers"] = msg
 	}
 	intField := func(field, raw string) *int {
 		raw = strings.TrimSpace(raw)
@@ -161,6 +152,26 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	}
 	in.Filter = raw
 	return f, in
+}
+
+// parseHeaderLines reads the form's custom headers, one "Name: value" a
+// line (blank lines skipped), and what is wrong with them, if anything.
+func parseHeaderLines(text string) (map[string]string, string) {
+	headers := map[string]string{}
+	msg := ""
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			msg = fmt.Sprintf("line %d is not \"Name: value\"", i+1)
+			continue
+		}
+		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	return headers, msg
 }
 
 // withFilterPreview fills in the form's filter preview (shown after a

@@ -223,6 +223,19 @@ func (s *Server) eventPageView(c echo.Context) error {
 			return err
 		}
 	}
+	if page.Deliveries, err = s.eventDeliveries(c, ev, dels, attempts, partnerName); err != nil {
+		return err
+	}
+	if page.Filtered, err = s.filteredEndpoints(ctx, ev); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, event.View(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
+}
+
+// eventDeliveries maps an event's deliveries and their attempts to the
+// event page's view, each with the request hookline sends it (the
+// dashboard's event page and the partner portal's).
+func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.DeliveryListByEventRow, attempts []db.DeliveryAttempt, partnerName func(int64) (string, error)) ([]event.Delivery, error) {
 	byDelivery := map[int64][]event.Attempt{}
 	for _, a := range attempts {
 		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
@@ -232,6 +245,7 @@ func (s *Server) eventPageView(c echo.Context) error {
 		}
 		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
 	}
+	out := make([]event.Delivery, 0, len(dels))
 	for _, d := range dels {
 		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
 			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
@@ -240,14 +254,11 @@ func (s *Server) eventPageView(c echo.Context) error {
 			dv.NextAttemptAt = &t
 		}
 		if err := s.eventRequest(c, ev, &dv, partnerName); err != nil {
-			return err
+			return nil, err
 		}
-		page.Deliveries = append(page.Deliveries, dv)
+		out = append(out, dv)
 	}
-	if page.Filtered, err = s.filteredEndpoints(ctx, ev); err != nil {
-		return err
-	}
-	return s.render(c, http.StatusOK, event.View(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
+	return out, nil
 }
 
 // filteredEndpoints are the endpoints that take ev's type but whose payload

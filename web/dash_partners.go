@@ -55,11 +55,17 @@ func endpointBrief(r db.EndpointListWithHealthRow, dead int64, now time.Time) pa
 
 // partnerPage: GET /partners/:id
 func (s *Server) partnerPage(c echo.Context) error {
-	ctx := c.Request().Context()
 	p, err := s.partnerFromPath(c)
 	if err != nil {
 		return err
 	}
+	return s.partnerDetail(c, p, nil)
+}
+
+// partnerDetail renders a partner's page; access is its portal panel when
+// the caller has it already (with a link shown once), else it is loaded.
+func (s *Server) partnerDetail(c echo.Context, p db.Partner, access *partners.PortalAccess) error {
+	ctx := c.Request().Context()
 	rows, err := s.q.EndpointListWithHealth(ctx, &p.ID)
 	if err != nil {
 		return err
@@ -77,6 +83,14 @@ func (s *Server) partnerPage(c echo.Context) error {
 	for _, r := range rows {
 		d.Partner.Endpoints = append(d.Partner.Endpoints, endpointBrief(r, dead[r.Endpoint.ID], s.now()))
 	}
+	if access == nil {
+		a, err := s.portalAccess(ctx, c, p)
+		if err != nil {
+			return err
+		}
+		access = &a
+	}
+	d.Portal = *access
 	return s.render(c, http.StatusOK, partners.DetailPage(s.meta(c, p.Name, layout.NavPartners), d))
 }
 
@@ -177,10 +191,17 @@ func (s *Server) partnerArchive(c echo.Context) error {
 			return err
 		}
 		action := "partner.unarchive"
+		details := map[string]any{"name": p.Name}
 		if archive {
 			action = "partner.archive"
+			// An archived partner's portal access ends with it.
+			sessions, links, err := revokePortal(ctx, q, p.ID)
+			if err != nil {
+				return err
+			}
+			details["portal_sessions_ended"], details["portal_links_revoked"] = sessions, links
 		}
-		return audit(ctx, q, principalOf(c).actor(), action, "partner", p.ID, map[string]any{"name": p.Name})
+		return audit(ctx, q, principalOf(c).actor(), action, "partner", p.ID, details)
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,10 @@ import (
 // renderErrorPage answers a dashboard request with the friendly error page
 // (never a stack trace or an internal error's text).
 func (s *Server) renderErrorPage(c echo.Context, ae *apiError) {
+	if isPortal(c) {
+		s.renderPortalError(c, ae)
+		return
+	}
 	m := layout.PageMeta{Version: s.cfg.Version}
 	if p := principalOf(c); p != nil {
 		m.User = p.layoutUser()

@@ -49,6 +49,8 @@ func (s *Server) routes() {
 	api.GET("/stats", s.apiStats)
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
 	api.POST("/dead-letters/replay", s.apiReplay)
+	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate)
+	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke)
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {
@@ -61,6 +63,32 @@ func (s *Server) routes() {
 	// Sign in and out. The login form has its own double-submit CSRF token.
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.loginSubmit)
+
+	// Partner portal: a single-use link signs one partner in, with a cookie
+	// of its own (path /portal) that no dashboard route reads; every page
+	// and action reads through the session's partner id, and every state
+	// change needs the portal session's CSRF token.
+	e.GET("/portal/signin", s.portalSignIn)
+	e.GET("/portal/links/:token", s.portalSignIn)
+	pt := e.Group(portalPath, middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requirePortal, s.requirePortalCSRF)
+	pt.GET("", s.portalHome)
+	pt.GET("/", s.portalHome)
+	pt.POST("/signout", s.portalSignOut)
+	pt.GET("/endpoints/:id", s.portalEndpointPage)
+	pt.POST("/endpoints/:id/pause", s.portalBreaker(actionPause))
+	pt.POST("/endpoints/:id/resume", s.portalBreaker(actionResume))
+	pt.POST("/endpoints/:id/test", s.portalTestFire)
+	pt.POST("/endpoints/:id/rotate", s.portalRotate)
+	pt.POST("/endpoints/:id/secrets/:secret/expire", s.portalSecretExpire)
+	pt.POST("/endpoints/:id/replay", s.portalReplay)
+	pt.GET("/endpoints/:id/edit", s.portalEditPage)
+	pt.POST("/endpoints/:id/edit", s.portalEditSave)
+	pt.POST("/endpoints/:id/preview", s.portalPreview)
+	pt.POST("/endpoints/:id/test-fire", s.portalFormTestFire)
+	pt.GET("/events", s.portalEventsPage)
+	pt.GET("/events/:id", s.portalEventPage)
+	pt.POST("/deliveries/:id/resend", s.portalResend)
+	pt.POST("/deliveries/:id/replay", s.portalReplayOne)
 
 	// Dashboard: a session for everything, CSRF on every state change.
 	// viewer reads; operator replays, rotates, pauses, edits; admin manages
@@ -111,6 +139,10 @@ func (s *Server) routes() {
 	d.GET("/partners/:id/edit", s.partnerEdit, operator)
 	d.POST("/partners/:id", s.partnerSave, operator)
 	d.POST("/partners/:id/archive", s.partnerArchive, operator)
+	d.POST("/partners/:id/portal-links", s.partnerPortalLink, operator)
+	d.POST("/partners/:id/portal-links/:lid/revoke", s.partnerPortalRevokeLink, operator)
+	d.POST("/partners/:id/portal-sessions/revoke", s.partnerPortalRevokeAll, operator)
+	d.POST("/partners/:id/portal-sessions/:sid/revoke", s.partnerPortalRevokeSession, operator)
 	d.GET("/partners/:id/endpoints/new", s.endpointNew, operator)
 	d.POST("/partners/:id/endpoints", s.endpointCreate, operator)
 	d.GET("/endpoints/:id/edit", s.endpointEditPage, operator)

@@ -45,6 +45,8 @@ type Config struct {
 	// SearchKeys are the top-level payload fields stored at ingest for
 	// the event log's search; DefaultSearchKeys when nil.
 	SearchKeys []string
+	// Portal configures the partner portal (link lifetime, title).
+	Portal PortalConfig
 }
 
 // Server is the HTTP handler for everything hookline serves.

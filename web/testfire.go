@@ -27,6 +27,12 @@ const testEventType = "hookline.test"
 // sent, and describes everything: the request, the answer, and the SSRF
 // guard's verdict on every address the host resolves to. Nothing is queued.
 func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte) endpoint.TestResult {
+	return s.testFireShown(ctx, cfg, keys, false)
+}
+
+// testFireShown is testFire showing the request exactly, or redacted
+// (custom header values masked) as the partner portal shows it.
+func (s *Server) testFireShown(ctx context.Context, cfg endpointConfig, keys [][]byte, redacted bool) endpoint.TestResult {
 	now := s.now()
 	id, _ := uuid.NewV7()
 	var res endpoint.TestResult
@@ -42,7 +48,11 @@ func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte
 		res.Verdicts = s.verdicts(ctx, cfg.URL)
 		return res
 	}
-	res.Request = req.Exact("hookline/" + s.cfg.Version).String()
+	if redacted {
+		res.Request = req.Redacted("hookline/" + s.cfg.Version).String()
+	} else {
+		res.Request = req.Exact("hookline/" + s.cfg.Version).String()
+	}
 	res.Verdicts = s.verdicts(ctx, req.URL)
 	r := s.send.Send(ctx, req.Request)
 	res.Outcome, res.Class, res.StatusCode = string(r.Outcome), r.ErrorClass, r.StatusCode

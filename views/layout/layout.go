@@ -46,6 +46,10 @@ const htmxConfig = `{"includeIndicatorStyles":false,"historyCacheSize":0,"refres
 	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},` +
 	`{"code":"422","swap":true},{"code":"[45]..","swap":false,"error":true},{"code":"...","swap":false}]}`
 
+// HTMXConfig is htmxConfig for other page shells (the partner portal's),
+// so every page configures htmx the same way.
+const HTMXConfig = htmxConfig
+
 // Element ids of the shell, for links and htmx targets.
 const (
 	MainID    = "main"

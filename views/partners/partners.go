@@ -44,6 +44,46 @@ type Detail struct {
 	CreatedAt  time.Time
 	CanOperate bool
 	CSRF       string
+	Portal     PortalAccess
+}
+
+// PortalAccessID is the partner page's portal panel, swapped after a link
+// is made or access revoked.
+const PortalAccessID = "portal-access"
+
+// PortalAccess is the partner's portal access: live sessions, links not
+// used yet and, right after "Share portal link", the new link (shown once).
+type PortalAccess struct {
+	PartnerID  int64
+	Archived   bool
+	CanOperate bool
+	CSRF       string
+	Sessions   []PortalSession
+	Links      []PortalLink
+	NewURL     string
+	NewExpires time.Time
+	Now        time.Time
+	Revoked    string // what a revoke just ended, for the status line
+}
+
+// PortalSession is one live portal session of the partner.
+type PortalSession struct {
+	ID         int64
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	UserAgent  string
+}
+
+// PortalLink is a sign-in link that has not been used yet.
+type PortalLink struct {
+	ID        int64
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (a PortalAccess) path(rest string) string {
+	return "/partners/" + idStr(a.PartnerID) + rest
 }
 
 // Form is the partner form (create or edit).

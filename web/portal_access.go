@@ -1,0 +1,346 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/sessions"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/portal"
+	"github.com/hookline/hookline/web/account"
+)
+
+// Partner portal access. A single-use sign-in link (random token, only its
+// hash stored) starts a session scoped to one partner. The portal cookie is
+// its own (name and path /portal), so a portal session never authenticates
+// a dashboard route, and the dashboard's cookie is never read here. Every
+// portal handler takes the partner from the session, never from the
+// request, and every statement it runs filters by it.
+const (
+	portalCookie = "hookline_portal"
+	portalPath   = "/portal"
+	// Lifetimes like the dashboard's: 8 h idle, 7 days at most.
+	portalIdle     = sessionIdle
+	portalAbsolute = sessionAbsolute
+	ctxPortal      = "hookline.portal"
+	// defaultPortalLinkTTL is how long a sign-in link works unless
+	// configured otherwise (HOOKLINE_PORTAL_LINK_TTL).
+	defaultPortalLinkTTL = time.Hour
+)
+
+// PortalConfig is the partner portal's configuration.
+type PortalConfig struct {
+	// LinkTTL is how long a sign-in link works (default 1 hour).
+	LinkTTL time.Duration
+	// Title is the product name the portal shows ("" = "Delivery portal").
+	Title string
+	// PublicURL is the scheme and host links start with; "" uses the
+	// address the link API was called at.
+	PublicURL string
+}
+
+// portalPrincipal is the partner signed in to a portal request.
+type portalPrincipal struct {
+	SessionID   int64
+	PartnerID   int64
+	PartnerName string
+	CSRF        string
+}
+
+// actor names the partner in the audit log.
+func (p *portalPrincipal) actor() string { return "partner " + p.PartnerName + " (portal)" }
+
+func portalOf(c echo.Context) *portalPrincipal {
+	p, _ := c.Get(ctxPortal).(*portalPrincipal)
+	return p
+}
+
+func (s *Server) portalTitle() string {
+	if t := s.cfg.Portal.Title; t != "" {
+		return t
+	}
+	return "Delivery portal"
+}
+
+// portalLink creates a sign-in link for a partner, audited as actor, and
+// returns its URL (on base, the scheme and host) and expiry. An unknown
+// partner is a 404, an archived one a 409.
+func (s *Server) portalLink(ctx context.Context, partnerID int64, base, actor string) (string, time.Time, error) {
+	ttl := s.cfg.Portal.LinkTTL
+	if ttl <= 0 {
+		ttl = defaultPortalLinkTTL
+	}
+	token := account.RandomToken(32)
+	var link db.PortalLinkCreateRow
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		p, err := q.PartnerGet(ctx, partnerID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("partner")
+		}
+		if err != nil {
+			return err
+		}
+		if p.ArchivedAt != nil {
+			return conflict("", "the partner is archived; unarchive it to give it portal access")
+		}
+		link, err = q.PortalLinkCreate(ctx, db.PortalLinkCreateParams{
+			PartnerID: partnerID, TokenHash: hashSessionID(token), CreatedBy: actor, ExpiresAt: s.now().Add(ttl)})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return conflict("", "the partner is archived; unarchive it to give it portal access")
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "portal.link_create", "partner", partnerID,
+			map[string]any{"link_id": link.ID, "expires_at": link.ExpiresAt.UTC().Format(time.RFC3339)})
+	})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return strings.TrimSuffix(base, "/") + portalPath + "/signin?token=" + token, link.ExpiresAt, nil
+}
+
+// publicBase is the scheme and host a link starts with: the configured
+// public URL, else the address this request reached.
+func (s *Server) publicBase(c echo.Context) string {
+	if s.cfg.Portal.PublicURL != "" {
+		return s.cfg.Portal.PublicURL
+	}
+	scheme := "http"
+	if s.secureRequest(c.Request()) {
+		scheme = "https"
+	}
+	return scheme + "://" + c.Request().Host
+}
+
+// revokePortal ends every session and unused link of a partner, in the
+// caller's transaction (q), and reports how many.
+func revokePortal(ctx context.Context, q *db.Queries, partnerID int64) (sessions, links int64, err error) {
+	if sessions, err = q.PortalSessionRevokeAll(ctx, partnerID); err != nil {
+		return 0, 0, err
+	}
+	if links, err = q.PortalLinkRevokeAll(ctx, partnerID); err != nil {
+		return 0, 0, err
+	}
+	return sessions, links, nil
+}
+
+// apiPortalLinkCreate: POST /api/v1/partners/:id/portal-links → 201
+// {url, expires_at}. A producer's backend calls it and redirects its
+// customer to url.
+func (s *Server) apiPortalLinkCreate(c echo.Context) error {
+	id, err := pathID(c, "partner")
+	if err != nil {
+		return err
+	}
+	u, exp, err := s.portalLink(c.Request().Context(), id, s.publicBase(c), apiKeyOf(c).actor())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusCreated, map[string]any{"url": u, "expires_at": exp})
+}
+
+// apiPortalSessionsRevoke: DELETE /api/v1/partners/:id/portal-sessions —
+// ends every portal session of the partner and revokes its unused links.
+func (s *Server) apiPortalSessionsRevoke(c echo.Context) error {
+	id, err := pathID(c, "partner")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var sess, links int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.PartnerGet(ctx, id); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("partner")
+			}
+			return err
+		}
+		if sess, links, err = revokePortal(ctx, q, id); err != nil {
+			return err
+		}
+		return audit(ctx, q, apiKeyOf(c).actor(), "portal.revoke_all", "partner", id,
+			map[string]any{"sessions": sess, "links": links})
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"revoked_sessions": sess, "revoked_links": links})
+}
+
+// portalSignIn: GET /portal/signin?token= and GET /portal/links/:token —
+// uses the link once and starts a portal session; a used, expired or
+// revoked link gets a page saying so.
+func (s *Server) portalSignIn(c echo.Context) error {
+	token := c.QueryParam("token")
+	if token == "" {
+		token = c.Param("token")
+	}
+	h := c.Response().Header()
+	h.Set("Referrer-Policy", "no-referrer") // the token is in this page's URL
+	ctx := c.Request().Context()
+	if token == "" || len(token) > 200 {
+		return s.portalLinkRefused(c, http.StatusNotFound, "This sign-in link is not valid. Check that it was copied whole, or ask for a new one.")
+	}
+	hash := hashSessionID(token)
+	link, err := s.q.PortalLinkConsume(ctx, db.PortalLinkConsumeParams{TokenHash: hash, Now: s.nowPtr()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		st, err := s.q.PortalLinkState(ctx, hash)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return s.portalLinkRefused(c, http.StatusNotFound, "This sign-in link is not valid. Check that it was copied whole, or ask for a new one.")
+		case err != nil:
+			return err
+		case st.PartnerArchivedAt != nil || st.RevokedAt != nil:
+			return s.portalLinkRefused(c, http.StatusGone, "This sign-in link was revoked. Ask for a new one.")
+		case st.UsedAt != nil:
+			return s.portalLinkRefused(c, http.StatusGone, "This sign-in link has already been used: each link signs in once. Ask for a new one (or, if you signed in with it, go back to the tab where you did).")
+		}
+		return s.portalLinkRefused(c, http.StatusGone, "This sign-in link expired at "+st.ExpiresAt.UTC().Format("2006-01-02 15:04 MST")+". Links work for a short time only; ask for a new one.")
+	}
+	if err != nil {
+		return err
+	}
+	// A previous portal session in this browser ends: one cookie, one
+	// partner.
+	if old := s.portalCookieToken(c.Request()); old != "" {
+		if row, err := s.q.PortalSessionGet(ctx, hashSessionID(old)); err == nil {
+			_, _ = s.q.PortalSessionRevoke(ctx, db.PortalSessionRevokeParams{ID: row.ID, PartnerID: row.PartnerID})
+		}
+	}
+	raw := account.RandomToken(32)
+	linkID := link.ID
+	if _, err := s.q.PortalSessionCreate(ctx, db.PortalSessionCreateParams{
+		TokenHash: hashSessionID(raw), PartnerID: link.PartnerID, LinkID: &linkID, CsrfToken: account.RandomToken(32),
+		UserAgent: truncateString(c.Request().UserAgent(), 200), RemoteIp: truncateString(c.RealIP(), 100),
+	}); err != nil {
+		return err
+	}
+	sess := sessions.NewSession(s.sessions, portalCookie)
+	sess.Values["psid"] = raw
+	sess.Options = s.portalCookieOptions(c.Request(), int(portalAbsolute/time.Second))
+	if err := sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, portalPath+"/")
+}
+
+func (s *Server) nowPtr() *time.Time {
+	t := s.now()
+	return &t
+}
+
+func (s *Server) portalLinkRefused(c echo.Context, status int, message string) error {
+	return s.render(c, status, portal.Refused(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Sign-in link not valid"}, message))
+}
+
+func (s *Server) portalCookieOptions(r *http.Request, maxAge int) *sessions.Options {
+	o := s.cookieOptions(r, maxAge)
+	o.Path = portalPath
+	return o
+}
+
+// portalCookieToken is the raw session token of the portal cookie, or "".
+func (s *Server) portalCookieToken(r *http.Request) string {
+	sess, err := s.sessions.Get(r, portalCookie)
+	if err != nil {
+		return ""
+	}
+	raw, _ := sess.Values["psid"].(string)
+	return raw
+}
+
+// loadPortal resolves the portal cookie to its partner, or nil when there
+// is no live session (missing, revoked, idle or too old, partner archived).
+func (s *Server) loadPortal(ctx context.Context, r *http.Request) (*portalPrincipal, error) {
+	raw := s.portalCookieToken(r)
+	if raw == "" {
+		return nil, nil
+	}
+	row, err := s.q.PortalSessionGet(ctx, hashSessionID(raw))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if now.Sub(row.LastSeenAt) > portalIdle || now.Sub(row.CreatedAt) > portalAbsolute {
+		_, _ = s.q.PortalSessionRevoke(ctx, db.PortalSessionRevokeParams{ID: row.ID, PartnerID: row.PartnerID})
+		return nil, nil
+	}
+	if now.Sub(row.LastSeenAt) > sessionTouchEvery {
+		if err := s.q.PortalSessionTouch(ctx, db.PortalSessionTouchParams{ID: row.ID, PartnerID: row.PartnerID}); err != nil {
+			return nil, err
+		}
+	}
+	return &portalPrincipal{SessionID: row.ID, PartnerID: row.PartnerID, PartnerName: row.PartnerName, CSRF: row.CsrfToken}, nil
+}
+
+// requirePortal lets portal sessions through. Without one, a page load
+// gets the "signed out" page (401) and anything else a 403.
+func (s *Server) requirePortal(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := s.loadPortal(c.Request().Context(), c.Request())
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			r := c.Request()
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				return &apiError{http.StatusForbidden, "portal_session", "your portal session has ended; open a new sign-in link", ""}
+			}
+			if isHTMX(c) {
+				c.Response().Header().Set("HX-Refresh", "true")
+			}
+			return s.render(c, http.StatusUnauthorized, portal.Refused(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Signed out"},
+				"You are not signed in, or your session has ended. Open a new sign-in link from the app you came from, or ask your contact for one."))
+		}
+		c.Set(ctxPortal, p)
+		return next(c)
+	}
+}
+
+// requirePortalCSRF refuses every state change without the portal
+// session's CSRF token (form field csrf_token or header X-CSRF-Token).
+func (s *Server) requirePortalCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		p := portalOf(c)
+		if p == nil || !csrfMatches(c, p.CSRF) {
+			return &apiError{http.StatusForbidden, "csrf", "this form has expired or did not come from this portal; reload the page and try again", ""}
+		}
+		return next(c)
+	}
+}
+
+// portalSignOut: POST /portal/signout
+func (s *Server) portalSignOut(c echo.Context) error {
+	p := portalOf(c)
+	if _, err := s.q.PortalSessionRevoke(c.Request().Context(), db.PortalSessionRevokeParams{ID: p.SessionID, PartnerID: p.PartnerID}); err != nil {
+		return err
+	}
+	sess := sessions.NewSession(s.sessions, portalCookie)
+	sess.Options = s.portalCookieOptions(c.Request(), -1)
+	_ = sess.Save(c.Request(), c.Response())
+	return s.render(c, http.StatusOK, portal.Refused(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Signed out"},
+		"You are signed out. Open a new sign-in link to come back."))
+}
+
+// isPortal reports whether the request is for the partner portal.
+func isPortal(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return p == portalPath || strings.HasPrefix(p, portalPath+"/")
+}
