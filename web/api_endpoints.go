@@ -40,13 +40,13 @@ type endpointJSON struct {
 	Filter json.RawMessage `json:"filter"`
 	// Postbacks: macro style, signature parameter ("" = unsigned) and the
 	// preset the endpoint was made from ("" = none).
-	MacroStyle     string          `json:"macro_style"`
-	SignatureParam string          `json:"signature_param"`
-	Preset         string          `json:"preset"`
-	DisabledReason string          `json:"disabled_reason"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	Health         *healthJSON     `json:"health,omitempty"`
+	MacroStyle     string      `json:"macro_style"`
+	SignatureParam string      `json:"signature_param"`
+	Preset         string      `json:"preset"`
+	DisabledReason string      `json:"disabled_reason"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+	Health         *healthJSON `json:"health,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
 }
