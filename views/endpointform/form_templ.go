@@ -532,7 +532,7 @@ func FormFragment(f Form) templ.Component {
 			}
 			templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-url", Name: "url", Label: "URL template", Type: "text", Value: f.URL, Required: true, Error: f.Errors["url"],
 				Help:  "{field} (or #field#) takes the event payload's top-level field; built-ins: event_id, event_type, timestamp, attempt. Values are percent-encoded; the rest is sent as written.",
-				Attrs: templ.Attributes{"hx-post": "/endpoints/preview", "hx-trigger": "input changed delay:250ms", "hx-target": components.Target(PreviewID), "hx-swap": "outerHTML", "hx-include": previewInputs, "spellcheck": "false", "autocomplete": "off", "class": "mono", "aria-describedby": PreviewID}}).Render(ctx, templ_7745c5c3_Buffer)
+				Attrs: templ.Attributes{"hx-post": "/endpoints/preview", "hx-trigger": "input changed delay:250ms", "hx-target": components.Target(PreviewID), "hx-swap": "outerHTML", "hx-include": previewInputs, "spellcheck": "false", "autocomplete": "off", "class": "mono"}}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
