@@ -100,6 +100,8 @@ func TestAPIMacroStyles(t *testing.T) {
 			{"signature parameter ts", "signature_param", map[string]any{"signature_param": "ts"}},
 			{"signature parameter in the template", "signature_param", map[string]any{"signature_param": "t", "macro_style": "hash"}},
 			{"unknown preset", "preset", map[string]any{"preset": "nope"}},
+			{"signed with user info", "signature_param", map[string]any{"signature_param": "sig", "macro_style": "hash", "url": "https://u:p@t.clickwave.invalid/pb?cid=#click_id#"}},
+			{"signed with a fragment", "signature_param", map[string]any{"signature_param": "sig", "url": "https://t.clickwave.invalid/pb?cid={click_id}#top"}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -378,7 +378,14 @@ func checkSignatureParam(tmpl string, style postback.Style, param string) string
 			return fmt.Sprintf("the URL template already has a %q parameter, which a signed postback adds itself; remove it from the template", name)
 		}
 	}
-	if strings.Contains(postbackAuthority(tmpl), "@") || (style == postback.StyleBraces && strings.Contains(tmpl, "#")) {
+	authority := tmpl
+	if i := strings.Index(authority, "://"); i >= 0 {
+		authority = authority[i+3:]
+	}
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if strings.Contains(authority, "@") || (style == postback.StyleBraces && strings.Contains(tmpl, "#")) {
 		return "a signed URL cannot carry user info or a #fragment, which never reach the receiver; remove them from the template"
 	}
 	return ""

@@ -110,6 +110,9 @@ func (t *Template) foreign(s string, pos int) (Warning, int) {
 		sent := "it is sent as written instead of a value"
 		if t.style == StyleBraces && m[0][0] == '#' {
 			sent = "it starts the URL fragment, so it and everything after it is never sent"
+			if strings.IndexByte(t.raw, '#') < pos {
+				sent = "it is in the URL fragment, which is never sent"
+			}
 		}
 		return Warning{Code: WarnForeignToken, Pos: pos,
 			Msg: fmt.Sprintf(`%q at position %d is %s, but this template uses %s macros (%s): %s; %s`, m[0], pos, f.what, t.style, t.style.Token("name"), sent, fix)}, len(m[0])
