@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 // created through the API, reaches a loopback receiver with the click id
 // substituted and a signature that verifies with the documented scheme
 // (computed here from the secret the API showed), and not once tampered.
+// After a rotation with overlap the previous secret still signs; after one
+// without, the new one does.
 func TestServeSignedHashPostback(t *testing.T) {
 	var mu sync.Mutex
 	var urls []string
@@ -50,38 +53,74 @@ func TestServeSignedHashPostback(t *testing.T) {
 	if status != 201 || len(ep["warnings"].([]any)) != 0 {
 		t.Fatalf("endpoint: %d %v", status, ep)
 	}
-	status, ev := api(t, p.addr, key, "POST", "/api/v1/events", map[string]any{"type": "conversion.approved",
-		"payload": map[string]any{"click_id": "abc 123&x", "transaction_id": "T-9"}})
-	if status != 202 {
-		t.Fatalf("event: %d %v", status, ev)
-	}
-	var got string
-	for deadline := time.Now().Add(20 * time.Second); got == "" && time.Now().Before(deadline); {
+	post := func(tx string) string {
+		t.Helper()
 		mu.Lock()
-		if len(urls) > 0 {
-			got = urls[0]
-		}
+		n := len(urls)
 		mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+		status, ev := api(t, p.addr, key, "POST", "/api/v1/events", map[string]any{"type": "conversion.approved",
+			"payload": map[string]any{"click_id": "abc 123&x", "transaction_id": tx}})
+		if status != 202 {
+			t.Fatalf("event: %d %v", status, ev)
+		}
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			if len(urls) > n {
+				got := urls[n]
+				mu.Unlock()
+				return got
+			}
+			mu.Unlock()
+		}
+		t.Fatal("the postback never arrived")
+		return ""
 	}
+	verifies := func(got, secret string) bool {
+		t.Helper()
+		full := rcv.URL + got
+		i := strings.LastIndex(full, "&sig=")
+		if i < 0 {
+			t.Fatalf("no signature in %q", got)
+		}
+		signed, sig := full[:i], full[i+len("&sig="):]
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mac := hmac.New(sha256.New, raw)
+		mac.Write([]byte(signed))
+		return hex.EncodeToString(mac.Sum(nil)) == sig
+	}
+
+	first := ep["secret"].(string)
+	got := post("T-9")
 	if !strings.HasPrefix(got, "/p.ashx?r=abc%20123%26x&t=T-9&ts=") {
 		t.Fatalf("receiver got %q", got)
 	}
-	full := rcv.URL + got
-	i := strings.LastIndex(full, "&sig=")
-	signed, sig := full[:i], full[i+len("&sig="):]
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(ep["secret"].(string), "whsec_"))
-	if err != nil {
-		t.Fatal(err)
+	if !verifies(got, first) {
+		t.Fatalf("signature of %q does not verify", got)
 	}
-	mac := hmac.New(sha256.New, raw)
-	mac.Write([]byte(signed))
-	if want := hex.EncodeToString(mac.Sum(nil)); sig != want {
-		t.Fatalf("signature %s does not verify (want %s)", sig, want)
-	}
-	mac.Reset()
-	mac.Write([]byte(strings.Replace(signed, "T-9", "T-8", 1)))
-	if hex.EncodeToString(mac.Sum(nil)) == sig {
+	if verifies(strings.Replace(got, "T-9", "T-8", 1), first) {
 		t.Fatal("a tampered URL verifies")
+	}
+
+	// A rotation with overlap: the previous secret keeps signing until the
+	// overlap ends. Without overlap: the new secret signs at once.
+	path := "/api/v1/endpoints/" + strconv.Itoa(int(ep["id"].(float64))) + "/secrets/rotate"
+	status, rot := api(t, p.addr, key, "POST", path, map[string]any{"overlap_seconds": 3600})
+	if status != 200 {
+		t.Fatalf("rotate: %d %v", status, rot)
+	}
+	second := rot["secret"].(string)
+	if got := post("T-10"); !verifies(got, first) || verifies(got, second) {
+		t.Fatalf("during the overlap %q is not signed with the previous secret only", got)
+	}
+	status, rot = api(t, p.addr, key, "POST", path, map[string]any{"overlap_seconds": 0})
+	if status != 200 {
+		t.Fatalf("rotate: %d %v", status, rot)
+	}
+	third := rot["secret"].(string)
+	if got := post("T-11"); !verifies(got, third) {
+		t.Fatalf("after a rotation without overlap %q is not signed with the new secret", got)
 	}
 }
