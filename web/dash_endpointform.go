@@ -368,11 +368,13 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 		return err
 	}
 	if len(warnings) > 0 {
-		msgs := make([]string, len(warnings))
-		for i, w := range warnings {
-			msgs[i] = w.Message
+		// The flash travels in a cookie: the first warning, shortened; the
+		// edit form lists them all beside the URL.
+		first := warnings[0].Message
+		if len(first) > 300 {
+			first = strings.ToValidUTF8(first[:300], "") + "…"
 		}
-		s.addFlash(c, layout.FlashInfo, "Endpoint saved, with warnings about its URL template: "+strings.Join(msgs, " · "))
+		s.addFlash(c, layout.FlashInfo, fmt.Sprintf("Endpoint saved, with %d warning(s) about its URL template (the edit form lists them): %s", len(warnings), first))
 	} else {
 		s.addFlash(c, layout.FlashSuccess, "Endpoint saved.")
 	}

@@ -94,3 +94,21 @@ func (e *testEnv) endpointID(t *testing.T, name string) int64 {
 	}
 	return id
 }
+
+// TestEndpointEditWarningFlash: saving an edit whose template warns saves,
+// and says so on the endpoint page.
+func TestEndpointEditWarningFlash(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Clickwave")
+	e := env.createEndpoint(map[string]any{"partner_id": pid, "kind": "postback", "name": "pb", "url": "https://t.clickwave.invalid/pb?cid={click_id}"})
+	op := env.signIn(base, "op@example.com", "operator")
+	res, doc := op.postForm(fmt.Sprintf("/endpoints/%d/edit", e.ID), endpointForm(map[string]string{"name": "pb", "url": "https://t.clickwave.invalid/pb?cid={click_id}&s2=[SUBID]", "enabled": "true"}))
+	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Text(), "Endpoint saved, with 1 warning(s)") || !strings.Contains(doc.Text(), "[SUBID]") {
+		t.Fatalf("after saving: %d %s", res.StatusCode, doc.Find("main").Text())
+	}
+	var stored string
+	if err := env.pool.QueryRow(t.Context(), "SELECT url FROM endpoints WHERE id = $1", e.ID).Scan(&stored); err != nil || !strings.HasSuffix(stored, "[SUBID]") {
+		t.Fatalf("stored url %q (%v)", stored, err)
+	}
+}
