@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,7 +31,8 @@ const TimestampParam = "ts"
 // in constant time, and refuses a ts too far from its clock.
 //
 // base is the URL as the HTTP client requests it (its path as escaped on
-// the wire, "/" for an empty path), so what is signed is what arrives. A URL
+// the wire, "/" for an empty path, no empty port), so what is signed is
+// what arrives. A URL
 // with user info or a fragment cannot be signed: neither reaches the
 // receiver's request line (the endpoint form refuses both).
 //
@@ -51,7 +53,8 @@ func SignPostback(rawURL, param string, key []byte, now time.Time) (string, erro
 	if path == "" {
 		path = "/"
 	}
-	signed := u.Scheme + "://" + u.Host + path + "?"
+	// The client drops an empty port ("host:"), so the signature does too.
+	signed := u.Scheme + "://" + strings.TrimSuffix(u.Host, ":") + path + "?"
 	if u.RawQuery != "" {
 		signed += u.RawQuery + "&"
 	}
