@@ -17,13 +17,15 @@ const endpointCreate = `-- name: EndpointCreate :one
 INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
-    success_body_contains, enabled, filter
+    success_body_contains, enabled, filter,
+    macro_style, signature_param, preset
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13,
-    $14, $15, $16
+    $14, $15, $16,
+    coalesce($17::text, 'braces'), $18, $19
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
 `
 
 type EndpointCreateParams struct {
@@ -43,10 +45,13 @@ type EndpointCreateParams struct {
 	SuccessBodyContains string
 	Enabled             bool
 	Filter              []byte
+	MacroStyle          *string
+	SignatureParam      string
+	Preset              string
 }
 
 // Creates the endpoint; the caller creates its health row and first secret
-// in the same transaction.
+// in the same transaction. A null macro_style is braces.
 func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointCreate,
 		arg.PartnerID,
@@ -65,6 +70,9 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		arg.SuccessBodyContains,
 		arg.Enabled,
 		arg.Filter,
+		arg.MacroStyle,
+		arg.SignatureParam,
+		arg.Preset,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -89,6 +97,9 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
 	)
 	return i, err
 }
@@ -203,7 +214,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -231,12 +242,15 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -265,12 +279,15 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -308,6 +325,9 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.UpdatedAt,
 		&i.Endpoint.SecretVersion,
 		&i.Endpoint.Filter,
+		&i.Endpoint.MacroStyle,
+		&i.Endpoint.SignatureParam,
+		&i.Endpoint.Preset,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -388,7 +408,7 @@ func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeader
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -435,6 +455,9 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.UpdatedAt,
 			&i.Endpoint.SecretVersion,
 			&i.Endpoint.Filter,
+			&i.Endpoint.MacroStyle,
+			&i.Endpoint.SignatureParam,
+			&i.Endpoint.Preset,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -507,7 +530,7 @@ func (q *Queries) EndpointOptions(ctx context.Context) ([]EndpointOptionsRow, er
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
 `
 
 type EndpointSetHeadersParams struct {
@@ -543,6 +566,9 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
 	)
 	return i, err
 }
@@ -555,9 +581,12 @@ UPDATE endpoints SET
     max_in_flight = $10, failure_threshold = $11,
     success_body_contains = $12,
     filter = $13,
-    enabled = $14, disabled_reason = $15, updated_at = now()
-WHERE id = $16
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter
+    macro_style = coalesce($14::text, macro_style),
+    signature_param = coalesce($15::text, signature_param),
+    preset = coalesce($16::text, preset),
+    enabled = $17, disabled_reason = $18, updated_at = now()
+WHERE id = $19
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
 `
 
 type EndpointUpdateParams struct {
@@ -574,12 +603,16 @@ type EndpointUpdateParams struct {
 	FailureThreshold    int32
 	SuccessBodyContains string
 	Filter              []byte
+	MacroStyle          *string
+	SignatureParam      *string
+	Preset              *string
 	Enabled             bool
 	DisabledReason      string
 	ID                  int64
 }
 
 // Writes every configurable field; PATCH merges in Go and validates the whole.
+// A null macro_style, signature_param or preset keeps the stored value.
 func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointUpdate,
 		arg.Name,
@@ -595,6 +628,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.FailureThreshold,
 		arg.SuccessBodyContains,
 		arg.Filter,
+		arg.MacroStyle,
+		arg.SignatureParam,
+		arg.Preset,
 		arg.Enabled,
 		arg.DisabledReason,
 		arg.ID,
@@ -622,6 +658,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
 	)
 	return i, err
 }

@@ -89,6 +89,9 @@ type Endpoint struct {
 	UpdatedAt           time.Time
 	SecretVersion       int64
 	Filter              []byte
+	MacroStyle          string
+	SignatureParam      string
+	Preset              string
 }
 
 type EndpointHealth struct {

@@ -116,7 +116,7 @@ WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id 
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version
+          e.secret_version, e.macro_style, e.signature_param
 `
 
 type DeliveryClaimParams struct {
@@ -143,6 +143,8 @@ type DeliveryClaimRow struct {
 	TimeoutMs           int32
 	SuccessBodyContains string
 	SecretVersion       int64
+	MacroStyle          string
+	SignatureParam      string
 }
 
 // Claims due deliveries in one statement and commits before any HTTP is
@@ -194,6 +196,8 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.TimeoutMs,
 			&i.SuccessBodyContains,
 			&i.SecretVersion,
+			&i.MacroStyle,
+			&i.SignatureParam,
 		); err != nil {
 			return nil, err
 		}
@@ -244,7 +248,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version
+          e.secret_version, e.macro_style, e.signature_param
 `
 
 type DeliveryClaimProbesParams struct {
@@ -268,6 +272,8 @@ type DeliveryClaimProbesRow struct {
 	TimeoutMs           int32
 	SuccessBodyContains string
 	SecretVersion       int64
+	MacroStyle          string
+	SignatureParam      string
 }
 
 // Claims exactly one probe delivery per half-open endpoint that has none:
@@ -298,6 +304,8 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.TimeoutMs,
 			&i.SuccessBodyContains,
 			&i.SecretVersion,
+			&i.MacroStyle,
+			&i.SignatureParam,
 		); err != nil {
 			return nil, err
 		}

@@ -1,14 +1,16 @@
 -- name: EndpointCreate :one
 -- Creates the endpoint; the caller creates its health row and first secret
--- in the same transaction.
+-- in the same transaction. A null macro_style is braces.
 INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
-    success_body_contains, enabled, filter
+    success_body_contains, enabled, filter,
+    macro_style, signature_param, preset
 ) VALUES (
     @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
     @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
-    @success_body_contains, @enabled, sqlc.narg('filter')
+    @success_body_contains, @enabled, sqlc.narg('filter'),
+    coalesce(sqlc.narg('macro_style')::text, 'braces'), @signature_param, @preset
 )
 RETURNING *;
 
@@ -37,6 +39,7 @@ SELECT * FROM endpoints WHERE id = @id FOR UPDATE;
 
 -- name: EndpointUpdate :one
 -- Writes every configurable field; PATCH merges in Go and validates the whole.
+-- A null macro_style, signature_param or preset keeps the stored value.
 UPDATE endpoints SET
     name = @name, url = @url, method = @method, event_types = @event_types,
     headers = @headers, max_attempts = @max_attempts, timeout_ms = @timeout_ms,
@@ -44,6 +47,9 @@ UPDATE endpoints SET
     max_in_flight = @max_in_flight, failure_threshold = @failure_threshold,
     success_body_contains = @success_body_contains,
     filter = sqlc.narg('filter'),
+    macro_style = coalesce(sqlc.narg('macro_style')::text, macro_style),
+    signature_param = coalesce(sqlc.narg('signature_param')::text, signature_param),
+    preset = coalesce(sqlc.narg('preset')::text, preset),
     enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id
 RETURNING *;

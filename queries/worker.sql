@@ -65,7 +65,7 @@ WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id 
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version;
+          e.secret_version, e.macro_style, e.signature_param;
 
 -- name: EndpointHealthStartProbes :many
 -- Moves open breakers whose cooldown has passed to half_open. The WHERE
@@ -122,7 +122,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version;
+          e.secret_version, e.macro_style, e.signature_param;
 
 -- name: DeliveryComplete :many
 -- Applies a batch of attempt outcomes. The lease owner and attempt count

@@ -37,13 +37,25 @@ type endpointJSON struct {
 	SuccessBodyContains string            `json:"success_body_contains"`
 	Enabled             bool              `json:"enabled"`
 	// Filter is the payload filter, null when every event is delivered.
-	Filter         json.RawMessage `json:"filter"`
-	DisabledReason string          `json:"disabled_reason"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	Health         *healthJSON     `json:"health,omitempty"`
+	Filter json.RawMessage `json:"filter"`
+	// Postbacks: macro style, signature parameter ("" = unsigned) and the
+	// preset the endpoint was made from ("" = none).
+	MacroStyle     string      `json:"macro_style"`
+	SignatureParam string      `json:"signature_param"`
+	Preset         string      `json:"preset"`
+	DisabledReason string      `json:"disabled_reason"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+	Health         *healthJSON `json:"health,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
+}
+
+// endpointSavedJSON answers a create or an update: the endpoint, and what
+// the save-time lint warns about (never blocking; an empty list when none).
+type endpointSavedJSON struct {
+	endpointJSON
+	Warnings []fieldWarning `json:"warnings"`
 }
 
 type healthJSON struct {
@@ -79,7 +91,8 @@ func endpointView(e db.Endpoint) endpointJSON {
 		Burst: e.Burst, MaxInFlight: e.MaxInFlight, FailureThreshold: e.FailureThreshold,
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-		Filter: filterJSON(e.Filter),
+		Filter: filterJSON(e.Filter), MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam,
+		Preset: e.Preset,
 	}
 }
 
@@ -138,7 +151,8 @@ func (s *Server) apiEndpointCreate(c echo.Context) error {
 	if len(errs) > 0 {
 		return invalidField(errs[0].Field, errs[0].Message)
 	}
-	e, secret, err := s.createEndpoint(c.Request().Context(), cfg, apiKeyOf(c).actor())
+	ctx := c.Request().Context()
+	e, secret, err := s.createEndpoint(ctx, cfg, apiKeyOf(c).actor())
 	if err != nil {
 		return err
 	}
@@ -146,7 +160,11 @@ func (s *Server) apiEndpointCreate(c echo.Context) error {
 	v.Secret = secret
 	h := healthView(db.EndpointHealth{State: "closed", CooldownSeconds: 300})
 	v.Health = h
-	return c.JSON(http.StatusCreated, v)
+	warnings, err := s.endpointWarnings(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, endpointSavedJSON{v, warnings})
 }
 
 // createEndpoint stores the endpoint, its health row and its first secret in
@@ -175,6 +193,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			MaxAttempts: cfg.MaxAttempts, TimeoutMs: cfg.TimeoutMs, RatePerSec: cfg.RatePerSec,
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
+			MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: cfg.SignatureParam, Preset: cfg.Preset,
 		})
 		if isUniqueViolation(err) {
 			return conflict("name", "this partner already has an endpoint with this name")
@@ -297,7 +316,11 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	if len(errs) > 0 {
 		return invalidField(errs[0].Field, errs[0].Message)
 	}
-	return c.JSON(http.StatusOK, endpointView(e))
+	warnings, err := s.endpointWarnings(c.Request().Context(), configForWarnings(e))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, endpointSavedJSON{endpointView(e), warnings})
 }
 
 // editEndpoint changes an endpoint under its row lock (PATCH and the edit
@@ -381,6 +404,7 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		RatePerSec: cfg.RatePerSec, Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight,
 		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
 		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
+		MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: ptrTo(cfg.SignatureParam), Preset: ptrTo(cfg.Preset),
 	})
 	if isUniqueViolation(err) {
 		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")
@@ -415,6 +439,9 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("success_body_contains", a.SuccessBodyContains != b.SuccessBodyContains)
 	add("enabled", a.Enabled != b.Enabled)
 	add("filter", !bytes.Equal(a.Filter, b.Filter))
+	add("macro_style", a.MacroStyle != b.MacroStyle)
+	add("signature_param", a.SignatureParam != b.SignatureParam)
+	add("preset", a.Preset != b.Preset)
 	if out == nil {
 		out = []string{}
 	}
@@ -434,3 +461,5 @@ func derefI(p *int32) any {
 	}
 	return *p
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -69,6 +69,7 @@ func (s *Server) endpointPage(c echo.Context) error {
 		return err
 	}
 	p := endpoint.Page{Config: configView(r), Health: health, Chart: chart, Attempts: attempts, Secrets: secrets, CanOperate: canOperate}
+	p.Signed = signedPostbackView(r.Endpoint)
 	return s.render(c, http.StatusOK, endpoint.View(s.meta(c, r.Endpoint.Name, layout.NavEndpoints), p))
 }
 

@@ -39,6 +39,7 @@ func (s *Server) endpointNew(c echo.Context) error {
 		f.Preset = c.QueryParam("preset")
 		if pr, ok := postback.PresetByID(f.Preset); ok {
 			f.URL, f.Method, f.SuccessBodyContains = pr.Template, pr.Method, pr.SuccessBodyContains
+			f.MacroStyle = string(pr.MacroStyle())
 			if f.Name == "" {
 				f.Name = pr.ID
 			}
@@ -46,7 +47,9 @@ func (s *Server) endpointNew(c echo.Context) error {
 			f.Preset = ""
 		}
 	}
-	f.Preview = s.preview(f.URL)
+	if f.Preview, err = s.preview(c.Request().Context(), f); err != nil {
+		return err
+	}
 	if f.FilterPreview, err = s.filterPreview(c.Request().Context(), nil, "", nil); err != nil {
 		return err
 	}
@@ -72,7 +75,7 @@ func (s *Server) blankForm(c echo.Context, p db.Partner, kind string) endpointfo
 		Enabled: true, Errors: map[string]string{}, FilterRows: withBlankRows(nil),
 	}
 	if kind == "postback" {
-		f.Method = "GET"
+		f.Method, f.MacroStyle = "GET", string(postback.StyleBraces)
 	}
 	f.RetryWindow = retryWindow(defaultMaxAttempts)
 	return f
@@ -99,6 +102,7 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	f.MaxAttempts, f.TimeoutMs, f.RatePerSec, f.Burst = c.FormValue("max_attempts"), c.FormValue("timeout_ms"), c.FormValue("rate_per_sec"), c.FormValue("burst")
 	f.MaxInFlight, f.FailureThreshold = c.FormValue("max_in_flight"), c.FormValue("failure_threshold")
 	f.Preset = c.FormValue("preset")
+	f.MacroStyle, f.SignatureParam = c.FormValue("macro_style"), strings.TrimSpace(c.FormValue("signature_param"))
 	if f.Kind == "webhook" {
 		f.Method = "POST" // the form offers no choice: the signed body is the request body
 	}
@@ -108,9 +112,10 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	f.Errors = map[string]string{}
 	in := endpointInput{PartnerID: f.PartnerID, Name: f.Name, Kind: f.Kind, URL: f.URL, Method: f.Method,
 		SuccessBodyContains: f.SuccessBodyContains, Enabled: &f.Enabled}
-	for _, t := range strings.FieldsFunc(f.EventTypes, func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\t' || r == '\r' }) {
-		in.EventTypes = append(in.EventTypes, t)
+	if f.Kind == "postback" {
+		in.MacroStyle, in.SignatureParam, in.Preset = f.MacroStyle, f.SignatureParam, f.Preset
 	}
+	in.EventTypes = formEventTypes(f.EventTypes)
 	var msg string
 	if in.Headers, msg = parseHeaderLines(f.Headers); msg != "" {
 		f.Errors["headers"] = msg
@@ -201,7 +206,9 @@ func (s *Server) endpointCreate(c echo.Context) error {
 	}
 	f, in := s.formOf(c, s.blankForm(c, p, kind))
 	cfg, errs := validateEndpoint(in, s.guard)
-	f.Preview = s.preview(f.URL)
+	if f.Preview, err = s.preview(c.Request().Context(), f); err != nil {
+		return err
+	}
 	if previewRequested(c) {
 		if _, ok := f.Errors["filter"]; !ok {
 			for _, e := range errs {
@@ -240,7 +247,8 @@ func (s *Server) endpointCreate(c echo.Context) error {
 		c.Response().Header().Set("HX-Reswap", "outerHTML")
 		c.Response().Header().Set("HX-Push-Url", "/endpoints/"+strconv.FormatInt(e.ID, 10))
 	}
-	created := endpointform.Created{EndpointID: e.ID, Name: e.Name, Partner: p.Name, Kind: e.Kind, Secret: secret, Template: e.URL}
+	created := endpointform.Created{EndpointID: e.ID, Name: e.Name, Partner: p.Name, Kind: e.Kind, Secret: secret, Template: e.URL,
+		SignatureParam: e.SignatureParam, Warnings: f.Preview.Warnings}
 	return s.render(c, http.StatusCreated, endpointform.CreatedPage(s.meta(c, "Endpoint created", layout.NavEndpoints), created))
 }
 
@@ -285,7 +293,8 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		SuccessBodyContains: e.SuccessBodyContains, MaxAttempts: strconv.Itoa(int(e.MaxAttempts)),
 		TimeoutMs: strconv.Itoa(int(e.TimeoutMs)), MaxInFlight: strconv.Itoa(int(e.MaxInFlight)),
 		FailureThreshold: strconv.Itoa(int(e.FailureThreshold)), Enabled: e.Enabled,
-		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{}}
+		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{},
+		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews()}
 	if e.RatePerSec != nil {
 		f.RatePerSec = strconv.FormatFloat(*e.RatePerSec, 'f', -1, 64)
 	}
@@ -300,7 +309,9 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 	}
 	rows, rawJSON := filterToForm(e.Filter)
 	f.FilterRows, f.FilterJSON = withBlankRows(rows), rawJSON
-	f.Preview = s.preview(f.URL)
+	if f.Preview, err = s.preview(c.Request().Context(), f); err != nil {
+		return err
+	}
 	if f.FilterPreview, err = s.filterPreview(c.Request().Context(), e.Filter, "", e.EventTypes); err != nil {
 		return err
 	}
@@ -320,23 +331,25 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 			return err
 		}
 		f, in := s.formOf(c, endpointform.Form{EndpointID: id, PartnerID: r.Endpoint.PartnerID, PartnerName: r.PartnerName,
-			Kind: r.Endpoint.Kind, CSRF: principalOf(c).CSRF, RetryWindow: retryWindow(int(r.Endpoint.MaxAttempts))})
+			Kind: r.Endpoint.Kind, CSRF: principalOf(c).CSRF, RetryWindow: retryWindow(int(r.Endpoint.MaxAttempts)), Presets: presetViews()})
 		if _, bad := f.Errors["filter"]; !bad {
 			if _, msg := checkFilter(in.Filter); msg != "" {
 				f.Errors["filter"] = msg
 			}
 		}
-		f.Preview = s.preview(f.URL)
+		if f.Preview, err = s.preview(ctx, f); err != nil {
+			return err
+		}
 		return s.renderFormPreview(c, f, in)
 	}
 	var f endpointform.Form
 	var in endpointInput
-	_, errs, err := s.editEndpoint(ctx, id, principalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+	saved, errs, err := s.editEndpoint(ctx, id, principalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 		p, err := s.q.PartnerGet(ctx, cur.PartnerID)
 		if err != nil {
 			return endpointInput{}, nil, err
 		}
-		f, in = s.formOf(c, endpointform.Form{EndpointID: id, PartnerID: cur.PartnerID, PartnerName: p.Name, Kind: cur.Kind, CSRF: principalOf(c).CSRF, RetryWindow: retryWindow(int(cur.MaxAttempts))})
+		f, in = s.formOf(c, endpointform.Form{EndpointID: id, PartnerID: cur.PartnerID, PartnerName: p.Name, Kind: cur.Kind, CSRF: principalOf(c).CSRF, RetryWindow: retryWindow(int(cur.MaxAttempts)), Presets: presetViews()})
 		var read []fieldError
 		for field, msg := range f.Errors {
 			read = append(read, fieldError{field, msg})
@@ -353,37 +366,83 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 		for _, e := range errs {
 			f.Errors[e.Field] = e.Message
 		}
-		f.Preview = s.preview(f.URL)
+		if f.Preview, err = s.preview(ctx, f); err != nil {
+			return err
+		}
 		if f, err = s.withFilterPreview(c, f, in); err != nil {
 			return err
 		}
 		return s.renderForm(c, f)
 	}
-	s.addFlash(c, layout.FlashSuccess, "Endpoint saved.")
+	warnings, err := s.endpointWarnings(ctx, configForWarnings(saved))
+	if err != nil {
+		return err
+	}
+	if len(warnings) > 0 {
+		// The flash travels in a cookie: the first warning, shortened; the
+		// edit form lists them all beside the URL.
+		first := warnings[0].Message
+		if len(first) > 300 {
+			first = strings.ToValidUTF8(first[:300], "") + "…"
+		}
+		s.addFlash(c, layout.FlashInfo, fmt.Sprintf("Endpoint saved, with %d warning(s) about its URL template (the edit form lists them): %s", len(warnings), first))
+	} else {
+		s.addFlash(c, layout.FlashSuccess, "Endpoint saved.")
+	}
 	return redirectAfterPost(c, "/endpoints/"+strconv.FormatInt(id, 10))
 }
 
-// endpointPreview: POST /endpoints/preview (htmx, as the template is typed)
+// endpointPreview: POST /endpoints/preview (htmx, as the template, its
+// macro style or the event types are edited)
 func (s *Server) endpointPreview(c echo.Context) error {
-	return s.render(c, http.StatusOK, endpointform.PreviewFragment(s.preview(strings.TrimSpace(c.FormValue("url")))))
+	f := endpointform.Form{Kind: "postback", URL: strings.TrimSpace(c.FormValue("url")), MacroStyle: c.FormValue("macro_style"),
+		EventTypes: c.FormValue("event_types"), Preset: c.FormValue("preset")}
+	p, err := s.preview(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, endpointform.PreviewFragment(p))
 }
 
-// preview renders a template with a sample conversion, marking macros the
-// sample cannot fill.
-func (s *Server) preview(tmpl string) endpointform.Preview {
-	if tmpl == "" {
-		return endpointform.Preview{Empty: true}
+// preview renders a postback form's template with a sample conversion,
+// marking macros the sample cannot fill, and lists the save-time lint's
+// warnings (the ones the API answers with).
+func (s *Server) preview(ctx context.Context, f endpointform.Form) (endpointform.Preview, error) {
+	if f.Kind != "postback" {
+		return endpointform.Preview{}, nil
 	}
-	t, err := postback.Parse(tmpl)
+	if f.URL == "" {
+		return endpointform.Preview{Empty: true}, nil
+	}
+	style := postback.Style(f.MacroStyle)
+	if style == "" {
+		style = postback.StyleBraces
+		if p, ok := postback.PresetByID(f.Preset); ok {
+			style = p.MacroStyle()
+		}
+	}
+	t, err := postback.ParseStyle(f.URL, style)
 	if err != nil {
-		return endpointform.Preview{Error: err.Error()}
+		return endpointform.Preview{Error: err.Error()}, nil
 	}
 	id, _ := uuid.NewV7()
 	var p endpointform.Preview
 	for _, seg := range t.Preview(postback.SampleValues(id.String(), s.now())) {
 		p.Segments = append(p.Segments, endpointform.Segment{Text: seg.Text, Macro: seg.Macro, Known: seg.Known, Missing: seg.Missing})
 	}
-	return p
+	ws, err := s.endpointWarnings(ctx, endpointConfig{Kind: "postback", URL: f.URL, MacroStyle: style, Preset: f.Preset, EventTypes: formEventTypes(f.EventTypes)})
+	if err != nil {
+		return p, err
+	}
+	for _, w := range ws {
+		p.Warnings = append(p.Warnings, endpointform.Warning{Code: w.Code, Message: w.Message})
+	}
+	return p, nil
+}
+
+// formEventTypes splits the form's event types (commas, spaces or lines).
+func formEventTypes(raw string) []string {
+	return strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\t' || r == '\r' })
 }
 
 // retryWindowFragment: GET /endpoints/retry-window?max_attempts=N

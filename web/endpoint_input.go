@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/request"
 	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/ssrf"
 )
@@ -69,6 +70,13 @@ type endpointInput struct {
 	Enabled             *bool             `json:"enabled"`
 	// Filter is a worker/filter document; absent or null means no filter.
 	Filter json.RawMessage `json:"filter"`
+	// Postbacks: how the template writes macros ("braces", the default, or
+	// "hash"; a preset's style when empty), the query parameter that
+	// carries the URL's signature ("" sends unsigned postbacks), and the
+	// tracker preset the template came from ("" for none).
+	MacroStyle     string `json:"macro_style"`
+	SignatureParam string `json:"signature_param"`
+	Preset         string `json:"preset"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -89,6 +97,9 @@ type endpointConfig struct {
 	SuccessBodyContains string
 	Enabled             bool
 	Filter              []byte // compact filter JSON; nil means none
+	MacroStyle          postback.Style
+	SignatureParam      string
+	Preset              string
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -112,6 +123,9 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 		SuccessBodyContains: e.SuccessBodyContains,
 		RatePerSec:          e.RatePerSec,
 		Filter:              e.Filter,
+		MacroStyle:          e.MacroStyle,
+		SignatureParam:      e.SignatureParam,
+		Preset:              e.Preset,
 	}
 	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
@@ -163,6 +177,15 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		if msg := checkWebhookURL(c.URL, guard); msg != "" {
 			fail("url", "%s", msg)
 		}
+		c.MacroStyle = postback.StyleBraces
+		switch {
+		case in.MacroStyle != "" && in.MacroStyle != string(postback.StyleBraces):
+			fail("macro_style", "is for postback templates; a webhook URL has no macros")
+		case in.SignatureParam != "":
+			fail("signature_param", "is for postbacks; webhooks are signed with Standard Webhooks headers")
+		case in.Preset != "":
+			fail("preset", "is for postbacks")
+		}
 	case "postback":
 		if c.Method == "" {
 			c.Method = "GET"
@@ -170,8 +193,13 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		if c.Method != "GET" && c.Method != "POST" {
 			fail("method", "must be GET or POST")
 		}
-		if msg := checkPostbackTemplate(c.URL, guard); msg != "" {
+		if field, msg := c.checkPostback(in); msg != "" {
+			fail(field, "%s", msg)
+		}
+		if msg := checkPostbackTemplate(c.URL, c.MacroStyle, guard); msg != "" {
 			fail("url", "%s", msg)
+		} else if msg := checkSignatureParam(c.URL, c.MacroStyle, c.SignatureParam); msg != "" {
+			fail("signature_param", "%s", msg)
 		}
 	case "":
 		fail("kind", "is required: webhook or postback")
@@ -272,7 +300,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 	// check catch it earlier; this keeps every caller safe.
 	type text struct{ field, value string }
 	texts := []text{{"name", c.Name}, {"kind", c.Kind}, {"url", c.URL},
-		{"method", c.Method}, {"success_body_contains", c.SuccessBodyContains}}
+		{"method", c.Method}, {"success_body_contains", c.SuccessBodyContains},
+		{"macro_style", in.MacroStyle}, {"signature_param", in.SignatureParam}, {"preset", in.Preset}}
 	for _, t := range in.EventTypes {
 		texts = append(texts, text{"event_types", t})
 	}
@@ -286,6 +315,80 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		}
 	}
 	return c, errs
+}
+
+// signatureParamPattern is a query parameter name safe to append without
+// encoding (the database checks the same).
+var signatureParamPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
+
+// checkPostback reads a postback's preset, macro style and signature
+// parameter into c (a preset sets the style unless one is given), or says
+// which field is wrong.
+func (c *endpointConfig) checkPostback(in endpointInput) (field, msg string) {
+	c.Preset = strings.TrimSpace(in.Preset)
+	c.SignatureParam = strings.TrimSpace(in.SignatureParam)
+	c.MacroStyle = postback.Style(strings.TrimSpace(in.MacroStyle))
+	if c.Preset != "" {
+		p, ok := postback.PresetByID(c.Preset)
+		if !ok {
+			return "preset", fmt.Sprintf("%q is not a preset; leave it empty or use one of %s", c.Preset, presetIDs())
+		}
+		if c.MacroStyle == "" {
+			c.MacroStyle = p.MacroStyle()
+		}
+	}
+	if c.MacroStyle == "" {
+		c.MacroStyle = postback.StyleBraces
+	}
+	if !c.MacroStyle.Valid() {
+		c.MacroStyle = postback.StyleBraces // so the template is still checked
+		return "macro_style", `must be "braces" ({click_id}) or "hash" (#click_id#)`
+	}
+	if c.SignatureParam != "" && !signatureParamPattern.MatchString(c.SignatureParam) {
+		return "signature_param", "must be a query parameter name: a letter or _, then letters, digits, _ . or -, at most 64 characters"
+	}
+	return "", ""
+}
+
+func presetIDs() string {
+	var ids []string
+	for _, p := range postback.Presets() {
+		ids = append(ids, p.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// checkSignatureParam refuses a signature that a receiver could not check
+// unambiguously: a parameter (or ts) the template already writes, and user
+// info or a fragment, which never reach the receiver's request line.
+func checkSignatureParam(tmpl string, style postback.Style, param string) string {
+	if param == "" {
+		return ""
+	}
+	t, err := postback.ParseStyle(tmpl, style)
+	if err != nil {
+		return "" // the url's own error is reported
+	}
+	if param == request.TimestampParam {
+		return `"ts" carries the signed postback's time; choose another name, such as sig`
+	}
+	q := t.QueryParams()
+	for _, name := range []string{param, request.TimestampParam} {
+		if _, ok := q[name]; ok {
+			return fmt.Sprintf("the URL template already has a %q parameter, which a signed postback adds itself; remove it from the template", name)
+		}
+	}
+	authority := tmpl
+	if i := strings.Index(authority, "://"); i >= 0 {
+		authority = authority[i+3:]
+	}
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if strings.Contains(authority, "@") || (style == postback.StyleBraces && strings.Contains(tmpl, "#")) {
+		return "a signed URL cannot carry user info or a #fragment, which never reach the receiver; remove them from the template"
+	}
+	return ""
 }
 
 // checkFilter compiles a payload filter and returns it compacted (nil for
@@ -347,14 +450,14 @@ func placeholderHost(host string) string {
 	return ""
 }
 
-func checkPostbackTemplate(raw string, guard *ssrf.Guard) string {
+func checkPostbackTemplate(raw string, style postback.Style, guard *ssrf.Guard) string {
 	if raw == "" {
 		return "is required"
 	}
 	if utf8.RuneCountInString(raw) > maxURLLength {
 		return fmt.Sprintf("must be at most %d characters", maxURLLength)
 	}
-	t, err := postback.Parse(raw)
+	t, err := postback.ParseStyle(raw, style)
 	if err != nil {
 		return err.Error()
 	}

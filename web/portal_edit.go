@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -35,7 +36,9 @@ func (s *Server) portalEditPage(c echo.Context) error {
 		f.Headers += k + ": " + maskedValue + "\n"
 	}
 	if e.Kind == "postback" {
-		f.Preview = s.preview(e.URL)
+		if f.Preview, err = s.portalPostbackPreview(c.Request().Context(), e, e.URL); err != nil {
+			return err
+		}
 	}
 	return s.render(c, http.StatusOK, portal.EditPage(s.portalMeta(c, "Change "+e.Name, portal.NavEndpoints), f))
 }
@@ -85,7 +88,9 @@ func (s *Server) portalEditSave(c echo.Context) error {
 			f.Errors[e.Field] = e.Message
 		}
 		if f.Kind == "postback" {
-			f.Preview = s.preview(f.URL)
+			if f.Preview, err = s.portalPostbackPreview(ctx, r.Endpoint, f.URL); err != nil {
+				return err
+			}
 		}
 		if isHTMX(c) {
 			return s.render(c, http.StatusUnprocessableEntity, portal.EditForm(f))
@@ -99,10 +104,23 @@ func (s *Server) portalEditSave(c echo.Context) error {
 // portalPreview: POST /portal/endpoints/:id/preview (htmx, as the template
 // is typed) — the template filled with a sample conversion.
 func (s *Server) portalPreview(c echo.Context) error {
-	if _, err := s.portalEndpoint(c); err != nil {
+	r, err := s.portalEndpoint(c)
+	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, endpointform.PreviewFragment(s.preview(strings.TrimSpace(c.FormValue("url")))))
+	p, err := s.portalPostbackPreview(c.Request().Context(), r.Endpoint, strings.TrimSpace(c.FormValue("url")))
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, endpointform.PreviewFragment(p))
+}
+
+// portalPostbackPreview is the operator form's preview of a postback
+// template, in the endpoint's saved macro style, preset and event types
+// (the portal edits the URL only), with its save-time warnings.
+func (s *Server) portalPostbackPreview(ctx context.Context, e db.Endpoint, url string) (endpointform.Preview, error) {
+	return s.preview(ctx, endpointform.Form{Kind: e.Kind, URL: url, MacroStyle: e.MacroStyle, Preset: e.Preset,
+		EventTypes: strings.Join(e.EventTypes, ",")})
 }
 
 // portalFormTestFire: POST /portal/endpoints/:id/test-fire — the form's

@@ -101,12 +101,19 @@ func testFireRequest(cfg endpointConfig, keys [][]byte, ev request.Event, now ti
 		ep.Header.Set(name, v)
 	}
 	if cfg.Kind == request.KindPostback {
-		t, err := postback.Parse(cfg.URL)
+		style := cfg.MacroStyle
+		if style == "" {
+			style = postback.StyleBraces
+		}
+		t, err := postback.ParseStyle(cfg.URL, style)
 		if err != nil {
 			return request.Request{}, templateError{err}
 		}
-		ep.Template = t
-	} else if len(keys) == 0 { // an unsaved endpoint: sign with a throwaway key to show the headers
+		ep.Template, ep.MacroStyle, ep.SignatureParam = t, style, cfg.SignatureParam
+	}
+	if len(keys) == 0 && (cfg.Kind != request.KindPostback || cfg.SignatureParam != "") {
+		// An unsaved endpoint: sign with a throwaway key to show the
+		// signature's place.
 		keys = [][]byte{[]byte("hookline-test-fire-unsaved-key-0")}
 	}
 	return request.Build(ep, keys, ev, now)

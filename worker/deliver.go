@@ -63,8 +63,10 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	}
 	var keys [][]byte
 	if d.Kind == request.KindPostback {
-		ep.Template, _ = w.template(d.URL) // nil when it does not parse: Build says why
-	} else {
+		ep.MacroStyle, ep.SignatureParam = postback.Style(d.MacroStyle), d.SignatureParam
+		ep.Template, _ = w.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
+	}
+	if d.Kind != request.KindPostback || d.SignatureParam != "" {
 		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
 		if err != nil {
 			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
@@ -133,15 +135,17 @@ type headerEntry struct {
 	header http.Header // never modified
 }
 
-func (w *Worker) template(s string) (*postback.Template, error) {
-	if t, ok := w.tmpls.Load(s); ok {
+// template parses a postback template once per text and style.
+func (w *Worker) template(s string, style postback.Style) (*postback.Template, error) {
+	key := string(style) + " " + s
+	if t, ok := w.tmpls.Load(key); ok {
 		return t.(*postback.Template), nil
 	}
-	t, err := postback.Parse(s)
+	t, err := postback.ParseStyle(s, style)
 	if err != nil {
 		return nil, err
 	}
-	w.tmpls.Store(s, t)
+	w.tmpls.Store(key, t)
 	return t, nil
 }
 

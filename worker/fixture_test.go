@@ -142,6 +142,8 @@ type endpointOpts struct {
 	rate                *float64
 	burst               *int32
 	successBodyContains string
+	macroStyle          string // "" is braces
+	signatureParam      string
 }
 
 // endpoint creates an endpoint with its health row and secret; it returns
@@ -168,11 +170,17 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 			EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: o.maxAttempts,
 			TimeoutMs: o.timeoutMs, RatePerSec: o.rate, Burst: o.burst, MaxInFlight: o.maxInFlight,
 			FailureThreshold: o.threshold, SuccessBodyContains: o.successBodyContains, Enabled: true,
+			SignatureParam: o.signatureParam,
 		})
 		if err != nil {
 			return err
 		}
 		id = ep.ID
+		if o.macroStyle != "" {
+			if _, err := tx.Exec(ctx, "UPDATE endpoints SET macro_style = $2 WHERE id = $1", id, o.macroStyle); err != nil {
+				return err
+			}
+		}
 		headers, err := e.box.SealHeaders(id, map[string]string{"X-Custom": "yes"})
 		if err != nil {
 			return err

@@ -31,6 +31,7 @@ type Page struct {
 	Attempts   Attempts
 	Secrets    Secrets
 	CanOperate bool
+	Signed     SignedPostback // a signed postback's verification help
 }
 
 // Config is what the endpoint is.

@@ -37,6 +37,10 @@ type Form struct {
 	FailureThreshold                                            string
 	Enabled                                                     bool
 
+	// Postbacks: the macro style ("braces" or "hash") and the query
+	// parameter that carries the URL's signature ("" = unsigned).
+	MacroStyle, SignatureParam string
+
 	// FilterRows are the builder's field / operator / value rows (blank
 	// rows included, so the form works without JavaScript); FilterJSON is
 	// the part of the filter rows cannot express ($or, $not...), combined
@@ -60,11 +64,23 @@ type Preset struct {
 // Param is one tracker parameter.
 type Param struct{ Name, Macro, Help string }
 
-// Preview is the postback URL a sample conversion would produce.
+// Preview is the postback URL a sample conversion would produce, and what
+// the save-time lint warns about (shown under the URL field; saving is
+// never blocked by a warning).
 type Preview struct {
 	Segments []Segment
 	Error    string
 	Empty    bool
+	Warnings []Warning
+}
+
+// Warning is one save-time lint warning about the URL template.
+type Warning struct{ Code, Message string }
+
+// MacroStyles are the postback macro styles the form offers.
+var MacroStyles = []components.Option{
+	{Value: "braces", Label: "{click_id} — Voluum, Binom, Keitaro, Everflow, Affise"},
+	{Value: "hash", Label: "#click_id# — CAKE"},
 }
 
 // Segment is literal text or a macro's encoded value.
@@ -109,6 +125,10 @@ type Created struct {
 	Kind       string
 	Secret     string
 	Template   string
+	// SignatureParam is set for a signed postback: the page explains the
+	// signature instead of the webhook headers.
+	SignatureParam string
+	Warnings       []Warning
 }
 
 func (f Form) action() string {
@@ -165,7 +185,7 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
+		"macro_style", "signature_param", "preset", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
 	var out []string
 	for _, k := range order {
 		if v, ok := m[k]; ok {
@@ -180,6 +200,7 @@ var labels = map[string]string{
 	"headers": "Custom headers", "success_body_contains": "Success body", "max_attempts": "Max attempts",
 	"timeout_ms": "Timeout", "rate_per_sec": "Rate limit", "burst": "Burst", "max_in_flight": "In flight",
 	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
+	"macro_style": "Macro style", "signature_param": "Signature parameter", "preset": "Preset",
 }
 
 func filterRowID(i int, part string) string { return "filter-" + part + "-" + strconv.Itoa(i) }

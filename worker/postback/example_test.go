@@ -62,3 +62,26 @@ func ExampleParse() {
 	// 8: macro "{sub}" at position 8 is in the URL host; the scheme, host and port must be written out so event data cannot choose where postbacks are sent
 	// 25: macro "{click id}" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"
 }
+
+// A CAKE-style template keeps its #token# macros with the hash style; the
+// same template in the braces style parses but warns, since its tokens would
+// be sent as written (here, as a URL fragment that is never sent at all).
+func ExampleParseStyle() {
+	const cake = "https://t.example/p.ashx?r=#s2#&t=#transaction_id#"
+	tmpl, err := postback.ParseStyle(cake, postback.StyleHash)
+	if err != nil {
+		panic(err)
+	}
+	fields, _ := postback.PayloadFields([]byte(`{"s2":"clk 1","transaction_id":"T-9"}`))
+	url, _ := tmpl.Render(postback.Values{EventID: "e1", EventType: "conversion", Timestamp: time.Unix(1, 0), Attempt: 1, Payload: fields})
+	fmt.Println(url)
+
+	braces, _ := postback.Parse(cake)
+	for _, w := range braces.Warnings() {
+		fmt.Println(w.Code, w.Pos)
+	}
+	// Output:
+	// https://t.example/p.ashx?r=clk%201&t=T-9
+	// foreign_token 27
+	// foreign_token 34
+}

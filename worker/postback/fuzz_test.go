@@ -82,3 +82,66 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRenderHash is FuzzRender's promise for hash-style templates: no "#"
+// is left in a rendered URL (a hash-style template has no fragment), the
+// destination cannot move, values decode back, and the lint's warnings
+// never panic.
+func FuzzRenderHash(f *testing.F) {
+	for _, seed := range []struct{ tmpl, value string }{
+		{"https://t.example/p.ashx?r=#s2#&t=#tid#&p=#price#", "abc 123&x=1"},
+		{"https://t.example/#v#/#v#?#v#=#v#", "{}/?#&=%"},
+		{"https://t.example/pb?cid={click_id}&x=${SUBID}&y=[a]&z={{b}}", "x"},
+		{"https://#v#/", "evil.example"},
+		{"https://t.example#v#", "@evil.example"},
+		{"https://t.example/pb?x=#v", "x"},
+	} {
+		f.Add(seed.tmpl, seed.value)
+	}
+	f.Fuzz(func(t *testing.T, tmplText, value string) {
+		if b, err := Parse(tmplText); err == nil {
+			_ = b.Warnings()
+		}
+		tmpl, err := ParseStyle(tmplText, StyleHash)
+		if err != nil {
+			return
+		}
+		_ = tmpl.Warnings()
+		_ = tmpl.Redacted()
+		raw, _ := json.Marshal(value)
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		v := Values{EventID: "e", EventType: "t", Timestamp: time.Unix(1_760_000_000, 0), Attempt: 1, Payload: map[string]json.RawMessage{}}
+		for _, name := range tmpl.Macros() {
+			v.Payload[name] = raw
+		}
+		rendered, err := tmpl.Render(v)
+		if err != nil {
+			t.Fatalf("Render of a linted template failed: %v", err)
+		}
+		if strings.Contains(rendered, "#") {
+			t.Fatalf("rendered URL %q contains a #", rendered)
+		}
+		u, err := url.Parse(rendered)
+		if err != nil {
+			t.Fatalf("rendered URL %q does not parse: %v", rendered, err)
+		}
+		trial, err := url.Parse(tmpl.render(func(string) string { return "x" }))
+		if err != nil {
+			t.Fatalf("trial render does not parse: %v", err)
+		}
+		if u.Scheme != trial.Scheme || u.Host != trial.Host || u.User.String() != trial.User.String() {
+			t.Fatalf("value %q moved the destination: %s://%s, want %s://%s", value, u.Scheme, u.Host, trial.Scheme, trial.Host)
+		}
+		for _, seg := range tmpl.Preview(v) {
+			if seg.Macro == "" || IsBuiltin(seg.Macro) {
+				continue
+			}
+			if got, err := url.PathUnescape(seg.Text); err != nil || got != want {
+				t.Fatalf("macro #%s# encoded as %q, decodes to %q (%v), want %q", seg.Macro, seg.Text, got, err, want)
+			}
+		}
+	})
+}

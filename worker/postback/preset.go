@@ -2,6 +2,7 @@ package postback
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -18,6 +19,30 @@ type Preset struct {
 	SuccessBodyContains string
 	Help                string  // what to replace and what the tracker expects
 	Params              []Param // the tracker's parameters, in template order
+	// Style is how Template writes its macros; "" means StyleBraces.
+	Style Style
+}
+
+// MacroStyle is the preset's macro style.
+func (p Preset) MacroStyle() Style {
+	if p.Style == "" {
+		return StyleBraces
+	}
+	return p.Style
+}
+
+// MissingParams warns about each required parameter of the preset that t
+// does not set to a value: a postback without it is dropped by the tracker.
+func (p Preset) MissingParams(t *Template) []Warning {
+	have := t.QueryParams()
+	var out []Warning
+	for _, par := range p.Params {
+		if par.Required && !have[par.Name] {
+			out = append(out, Warning{Code: WarnPresetParam, Pos: -1,
+				Msg: fmt.Sprintf("%s requires the %q parameter, which the template does not set: %s", p.Name, par.Name, par.Help)})
+		}
+	}
+	return out
 }
 
 // Param explains one query parameter of a preset.
@@ -25,6 +50,9 @@ type Param struct {
 	Name  string // the tracker's parameter name, e.g. "cid"
 	Macro string // the macro filling it, without braces; "" when the value is written in the template
 	Help  string
+	// Required parameters must be in the template with a value; saving
+	// without one warns.
+	Required bool
 }
 
 // presetHost is a reserved example domain (RFC 2606), so a preset saved
@@ -44,7 +72,7 @@ func Presets() []Preset {
 				"Voluum records one conversion per click id; a repeated cid counts again only with a new txid, " +
 				"so send a transaction id that is unique per conversion and the same on every retry.",
 			Params: []Param{
-				{Name: "cid", Macro: "click_id", Help: "Voluum's click id, captured from the {clickid} token on your landing page. Required."},
+				{Name: "cid", Macro: "click_id", Help: "Voluum's click id, captured from the {clickid} token on your landing page. Required.", Required: true},
 				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion. Leave it out to use the payout set on the Voluum offer."},
 				{Name: "txid", Macro: "transaction_id", Help: "Your unique conversion id. A repeated cid counts as a new conversion only when txid is new."},
 			},
@@ -57,7 +85,7 @@ func Presets() []Preset {
 			Help: "Replace " + presetHost + " with your Binom tracker domain, keeping any sub-folder your tracker lives in. " +
 				"Binom 2 installations may show a different path under Tracking links; copy the path from there.",
 			Params: []Param{
-				{Name: "cnv_id", Macro: "click_id", Help: "Binom's click id, captured from the {clickid} token in your offer URL. Required."},
+				{Name: "cnv_id", Macro: "click_id", Help: "Binom's click id, captured from the {clickid} token in your offer URL. Required.", Required: true},
 				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion; Binom ignores it when the offer has a fixed payout."},
 				{Name: "cnv_status", Macro: "status", Help: "Free-form conversion status shown in Binom reports, e.g. approved or rejected."},
 			},
@@ -73,7 +101,7 @@ func Presets() []Preset {
 				"Keitaro statuses are lead, sale and rejected: send status in those words, or add lead_status=, sale_status= " +
 				"or rejected_status= to map your own.",
 			Params: []Param{
-				{Name: "subid", Macro: "click_id", Help: "Keitaro's click subid, captured from the {subid} token. Required."},
+				{Name: "subid", Macro: "click_id", Help: "Keitaro's click subid, captured from the {subid} token. Required.", Required: true},
 				{Name: "status", Macro: "status", Help: "lead (payout not confirmed), sale (confirmed) or rejected (cancelled). Keitaro assumes sale when absent."},
 				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion."},
 				{Name: "tid", Macro: "transaction_id", Help: "Transaction id; a new tid on a known subid records an additional sale (rebill)."},
@@ -89,8 +117,8 @@ func Presets() []Preset {
 				"(Control Center → Platform Configurations). Everflow's transaction_id is its click id, " +
 				"appended to your landing page URL, not your order number.",
 			Params: []Param{
-				{Name: "nid", Help: "Your Everflow network id, written into the template. Required."},
-				{Name: "transaction_id", Macro: "click_id", Help: "Everflow's click identifier from your landing page URL. Required."},
+				{Name: "nid", Help: "Your Everflow network id, written into the template. Required.", Required: true},
+				{Name: "transaction_id", Macro: "click_id", Help: "Everflow's click identifier from your landing page URL. Required.", Required: true},
 				{Name: "amount", Macro: "amount", Help: "Sale amount, used for revenue-share payouts."},
 			},
 		},
@@ -102,10 +130,25 @@ func Presets() []Preset {
 			Help: "Replace " + presetHost + " with your Affise postback domain. Affise statuses are numbers: " +
 				"1 approved, 2 pending, 3 declined, 5 hold; send status as one of them.",
 			Params: []Param{
-				{Name: "clickid", Macro: "click_id", Help: "Affise click id, captured from the {clickid} macro. Required."},
+				{Name: "clickid", Macro: "click_id", Help: "Affise click id, captured from the {clickid} macro. Required.", Required: true},
 				{Name: "action_id", Macro: "transaction_id", Help: "Your unique conversion id, which lets Affise drop duplicates."},
 				{Name: "status", Macro: "status", Help: "1 approved, 2 pending, 3 declined, 5 hold."},
 				{Name: "sum", Macro: "payout", Help: "Conversion revenue."},
+			},
+		},
+		{
+			ID:       "cake",
+			Name:     "CAKE (#token#)",
+			Template: "https://" + presetHost + "/p.ashx?r=#click_id#&t=#transaction_id#",
+			Method:   "GET",
+			Style:    StyleHash,
+			Help: "Replace " + presetHost + " with your CAKE tracking domain; add o= (offer id) and e= (event id) " +
+				"if your network asks for them. CAKE and the networks built on it write tokens between hashes: " +
+				"#name# takes the payload's top-level field name, so #s2# needs an s2 field; " +
+				"#event_id#, #event_type#, #timestamp# and #attempt# are filled by hookline.",
+			Params: []Param{
+				{Name: "r", Macro: "click_id", Help: "CAKE's request (session) id, passed to you in s2 of the offer link. Required.", Required: true},
+				{Name: "t", Macro: "transaction_id", Help: "Your unique conversion id."},
 			},
 		},
 		{

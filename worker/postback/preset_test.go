@@ -15,9 +15,10 @@ func TestPresets(t *testing.T) {
 		"keitaro":  {"subid", "status", "payout", "tid"},
 		"everflow": {"transaction_id", "amount"},
 		"affise":   {"clickid", "status", "sum"},
+		"cake":     {"r", "t"},
 		"custom":   {"click_id", "payout"},
 	}
-	wantNames := []string{"Voluum", "Binom", "Keitaro", "Everflow", "Affise", "Custom"}
+	wantNames := []string{"Voluum", "Binom", "Keitaro", "Everflow", "Affise", "CAKE (#token#)", "Custom"}
 
 	presets := Presets()
 	var names []string
@@ -31,9 +32,15 @@ func TestPresets(t *testing.T) {
 	sample := SampleValues("evt_sample", time.Unix(1_760_000_000, 0))
 	for _, p := range presets {
 		t.Run(p.ID, func(t *testing.T) {
-			tmpl, err := Parse(p.Template)
+			tmpl, err := ParseStyle(p.Template, p.MacroStyle())
 			if err != nil {
 				t.Fatalf("preset template does not parse: %v", err)
+			}
+			if ws := tmpl.Warnings(); len(ws) > 0 {
+				t.Errorf("preset template has warnings: %+v", ws)
+			}
+			if ws := p.MissingParams(tmpl); len(ws) > 0 {
+				t.Errorf("preset template lacks its own required parameters: %+v", ws)
 			}
 			rendered, err := tmpl.Render(sample)
 			if err != nil {

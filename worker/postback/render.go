@@ -125,7 +125,7 @@ func (t *Template) Preview(v Values) []Segment {
 		_, inPayload := v.Payload[p.macro]
 		seg := Segment{Macro: p.macro, Known: IsBuiltin(p.macro) || inPayload}
 		if value, err := v.lookup(p.macro); err != nil {
-			seg.Text, seg.Missing = p.raw(), true
+			seg.Text, seg.Missing = p.raw(t.style), true
 		} else {
 			seg.Text = escape(value)
 		}

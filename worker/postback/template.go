@@ -52,6 +52,7 @@ func lintErrorf(pos int, format string, args ...any) *LintError {
 // concurrent use.
 type Template struct {
 	raw    string
+	style  Style
 	parts  []part
 	macros []string
 }
@@ -63,20 +64,28 @@ type part struct {
 	macro   string // macro name, without braces
 }
 
-// raw returns the part as written in the template.
-func (p part) raw() string {
+// raw returns the part as written in a template of style s.
+func (p part) raw(s Style) string {
 	if p.macro == "" {
 		return p.literal
 	}
-	return "{" + p.macro + "}"
+	return s.Token(p.macro)
 }
 
-// Parse lints a postback URL template and returns it ready to render. The
-// first problem found is returned as a *LintError. The rules:
+// Parse lints a braces-style postback URL template ({click_id}); see
+// ParseStyle.
+func Parse(tmpl string) (*Template, error) { return ParseStyle(tmpl, StyleBraces) }
+
+// ParseStyle lints a postback URL template whose macros are written in
+// style and returns it ready to render. The first problem found is returned
+// as a *LintError. The rules:
 //
 //   - the template is not empty;
-//   - braces balance: every "{" is closed by "}" before another "{", and
-//     there is no "}" outside a macro (a literal brace is written %7B / %7D);
+//   - the style's delimiters balance. Braces: every "{" is closed by "}"
+//     before another "{", and there is no "}" outside a macro (a literal
+//     brace is written %7B / %7D). Hash: "#" come in pairs, each pair
+//     enclosing a macro name (a literal "#" is written %23, and a hash-style
+//     template has no fragment);
 //   - macro names match [A-Za-z_][A-Za-z0-9_.-]* and are at most 64 bytes;
 //   - the literal text has no spaces or control characters, and every "%"
 //     starts a valid escape (%XX), since the text is sent exactly as written;
@@ -84,23 +93,26 @@ func (p part) raw() string {
 //   - no macro appears in the scheme, user info, host or port;
 //   - the URL made by filling every macro with a sample value parses with
 //     net/url and keeps the template's scheme and host.
-func Parse(tmpl string) (*Template, error) {
+func ParseStyle(tmpl string, style Style) (*Template, error) {
+	if !style.Valid() {
+		return nil, lintErrorf(-1, "unknown macro style %q; use braces or hash", string(style))
+	}
 	if strings.TrimSpace(tmpl) == "" {
 		return nil, lintErrorf(-1, "template is empty")
 	}
-	parts, err := tokenize(tmpl)
+	parts, err := tokenize(tmpl, style)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkLiteralText(parts); err != nil {
 		return nil, err
 	}
-	scheme, host, err := checkOrigin(tmpl, parts)
+	scheme, host, err := checkOrigin(tmpl, parts, style)
 	if err != nil {
 		return nil, err
 	}
 
-	t := &Template{raw: tmpl, parts: parts}
+	t := &Template{raw: tmpl, style: style, parts: parts}
 	seen := make(map[string]bool)
 	for _, p := range parts {
 		if p.macro != "" && !seen[p.macro] {
@@ -129,6 +141,9 @@ func Parse(tmpl string) (*Template, error) {
 // String returns the template exactly as given to Parse.
 func (t *Template) String() string { return t.raw }
 
+// Style returns the macro style the template was parsed with.
+func (t *Template) Style() Style { return t.style }
+
 // Macros returns the distinct macro names in order of first appearance.
 func (t *Template) Macros() []string {
 	return append([]string(nil), t.macros...)
@@ -137,8 +152,19 @@ func (t *Template) Macros() []string {
 // Redacted returns the template with every query value, every path segment
 // holding a macro, the user info and the fragment replaced by "***". Use it,
 // rather than Redact of a rendered URL, wherever the template is at hand:
-// only the template knows which path segments carry event data.
-func (t *Template) Redacted() string { return Redact(t.raw) }
+// only the template knows which path segments carry event data. A
+// hash-style template is redacted in its braces spelling, since Redact
+// would read its first "#" as the start of a fragment.
+func (t *Template) Redacted() string {
+	if t.style == StyleBraces {
+		return Redact(t.raw)
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		b.WriteString(p.raw(StyleBraces))
+	}
+	return Redact(b.String())
+}
 
 // render concatenates the template with each macro replaced by value(name),
 // which must already be encoded.
@@ -155,9 +181,10 @@ func (t *Template) render(value func(name string) string) string {
 	return b.String()
 }
 
-// tokenize splits tmpl into literal runs and macros, enforcing the brace and
-// macro-name rules.
-func tokenize(tmpl string) ([]part, error) {
+// tokenize splits tmpl into literal runs and macros, enforcing the
+// style's delimiter and macro-name rules.
+func tokenize(tmpl string, style Style) ([]part, error) {
+	open, closer := style.delims()
 	var parts []part
 	litStart := 0
 	flush := func(end int) {
@@ -166,24 +193,24 @@ func tokenize(tmpl string) ([]part, error) {
 		}
 	}
 	for i := 0; i < len(tmpl); i++ {
-		switch tmpl[i] {
-		case '}':
-			return nil, lintErrorf(i, `stray "}" at position %d; write a literal "}" as %%7D`, i)
-		case '{':
+		switch c := tmpl[i]; {
+		case c == closer && open != closer:
+			return nil, lintErrorf(i, `stray "%c" at position %d; write a literal "%c" as %s`, c, i, c, pctEscape(c))
+		case c == open:
 			end := -1
 			for j := i + 1; j < len(tmpl) && end < 0; j++ {
 				switch tmpl[j] {
-				case '{':
-					return nil, lintErrorf(j, `nested "{" at position %d inside the macro opened at position %d`, j, i)
-				case '}':
+				case closer:
 					end = j
+				case open:
+					return nil, lintErrorf(j, `nested "%c" at position %d inside the macro opened at position %d`, open, j, i)
 				}
 			}
 			if end < 0 {
-				return nil, lintErrorf(i, `unclosed "{" at position %d; write a literal "{" as %%7B`, i)
+				return nil, lintErrorf(i, `unclosed "%c" at position %d; write a literal "%c" as %s`, open, i, open, pctEscape(open))
 			}
 			name := tmpl[i+1 : end]
-			if err := checkMacroName(name, i); err != nil {
+			if err := checkMacroName(name, i, style); err != nil {
 				return nil, err
 			}
 			flush(i)
@@ -196,15 +223,18 @@ func tokenize(tmpl string) ([]part, error) {
 	return parts, nil
 }
 
-func checkMacroName(name string, pos int) error {
+// pctEscape is c percent-encoded, for messages.
+func pctEscape(c byte) string { return fmt.Sprintf("%%%02X", c) }
+
+func checkMacroName(name string, pos int, style Style) error {
 	if name == "" {
-		return lintErrorf(pos, `empty macro "{}" at position %d`, pos)
+		return lintErrorf(pos, `empty macro "%s" at position %d`, style.Token(""), pos)
 	}
 	if len(name) > maxMacroName {
 		return lintErrorf(pos, `macro at position %d has a name longer than %d characters`, pos, maxMacroName)
 	}
 	if !validMacroName(name) {
-		return lintErrorf(pos, `macro "{%s}" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"`, name)
+		return lintErrorf(pos, `macro "%s" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"`, style.Token(name))
 	}
 	return nil
 }
@@ -238,6 +268,9 @@ func checkLiteralText(parts []part) error {
 				return lintErrorf(pos, `template contains control character 0x%02X at position %d`, c, pos)
 			case c == '%':
 				if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+					if tok, ok := delimited(s[i:], '%', '%'); ok {
+						return lintErrorf(pos, `%q at position %d is a %%name%%-style macro, which is not sent as a value; write it as {%s} (braces style) or #%s# (hash style)`, tok, pos, tok[1:len(tok)-1], tok[1:len(tok)-1])
+					}
 					return lintErrorf(pos, `"%%" at position %d does not start an escape like %%2F; write a literal "%%" as %%25`, pos)
 				}
 			}
@@ -249,7 +282,7 @@ func checkLiteralText(parts []part) error {
 // checkOrigin enforces that the scheme, user info, host and port are literal
 // text, and returns the lower-cased scheme and the host[:port] as net/url
 // will report them.
-func checkOrigin(tmpl string, parts []part) (scheme, host string, err error) {
+func checkOrigin(tmpl string, parts []part, style Style) (scheme, host string, err error) {
 	// The scans below walk the template left to right and jump over each
 	// macro, so knowing where macros start is enough.
 	starts := make(map[int]part)
@@ -259,7 +292,7 @@ func checkOrigin(tmpl string, parts []part) (scheme, host string, err error) {
 		}
 	}
 	refuse := func(p part, where string) error {
-		return lintErrorf(p.pos, `macro "{%s}" at position %d is in the URL %s; the scheme, host and port must be written out so event data cannot choose where postbacks are sent`, p.macro, p.pos, where)
+		return lintErrorf(p.pos, `macro "%s" at position %d is in the URL %s; the scheme, host and port must be written out so event data cannot choose where postbacks are sent`, style.Token(p.macro), p.pos, where)
 	}
 
 	i := 0
@@ -296,7 +329,7 @@ func checkOrigin(tmpl string, parts []part) (scheme, host string, err error) {
 			if firstMacro == nil {
 				firstMacro = &p
 			}
-			authEnd = p.pos + len(p.macro) + 1 // the loop steps past "}"
+			authEnd = p.pos + len(p.macro) + 1 // the loop steps past the closing delimiter
 			continue
 		}
 		if c := tmpl[authEnd]; c == '/' || c == '?' || c == '#' {

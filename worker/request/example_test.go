@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hookline/hookline/worker/request"
@@ -39,4 +40,17 @@ func Example() {
 	// curl 'https://tracker.test/postback?cid=***&payout=***&key=***' \
 	//   -H 'User-Agent: hookline/1.0' \
 	//   -H 'X-Tracker-Token: ********'
+}
+
+// A signed postback: ts and the signature are appended to the rendered URL;
+// the signature is the hex HMAC-SHA256 of everything before "&sig=".
+func ExampleSignPostback() {
+	key := []byte("0123456789abcdef0123456789abcdef") // a secret's raw bytes
+	u, err := request.SignPostback("https://tracker.test/pb?cid=abc", "sig", key, time.Unix(1760000000, 0))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(u[:strings.LastIndex(u, "=")+1] + "…")
+	// Output:
+	// https://tracker.test/pb?cid=abc&ts=1760000000&sig=…
 }

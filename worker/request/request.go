@@ -11,6 +11,7 @@ package request
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -33,8 +34,13 @@ type Endpoint struct {
 	// URL is the webhook URL, or the postback URL template.
 	URL string
 	// Template is URL parsed, for callers that cache parsed templates;
-	// Build parses URL when it is nil.
-	Template            *postback.Template
+	// Build parses URL in MacroStyle when it is nil.
+	Template *postback.Template
+	// MacroStyle is how a postback template writes its macros; "" means
+	// braces.
+	MacroStyle postback.Style
+	// SignatureParam, when set on a postback, signs its URL: see Build.
+	SignatureParam      string
 	Method              string      // "" means GET
 	Header              http.Header // opened custom headers; never modified
 	TimeoutMs           int32
@@ -57,12 +63,18 @@ type Request struct {
 	// template is the postback template the URL was rendered from: the
 	// redacted view shows it, since only it knows which parts are values.
 	template *postback.Template
+	// signatureParam and signedAt describe a signed postback's added
+	// parameters, for the redacted view.
+	signatureParam string
+	signedAt       int64
 }
 
-// Build builds the request for ev's attempt at time now. keys sign a
-// webhook, newest first (Standard Webhooks: every key of a rotation overlap
-// signs); postbacks are not signed. A postback whose template does not parse
-// or whose payload lacks a macro's field is an error (a
+// Build builds the request for ev's attempt at time now. keys are the
+// endpoint's active signing keys, newest first. They sign a webhook with
+// Standard Webhooks headers (every key of a rotation overlap signs). A
+// postback is signed only when ep.SignatureParam is set: see SignPostback
+// for the scheme and for which key signs. A postback whose template does
+// not parse or whose payload lacks a macro's field is an error (a
 // *postback.MissingFieldError for the latter): nothing can be sent.
 func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error) {
 	r := Request{Request: sender.Request{
@@ -83,8 +95,12 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 	case KindPostback:
 		t := ep.Template
 		if t == nil {
+			style := ep.MacroStyle
+			if style == "" {
+				style = postback.StyleBraces
+			}
 			var err error
-			if t, err = postback.Parse(ep.URL); err != nil {
+			if t, err = postback.ParseStyle(ep.URL, style); err != nil {
 				return Request{}, fmt.Errorf("postback template: %w", err)
 			}
 		}
@@ -104,6 +120,15 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 		}
 		r.URL = u
 		r.template = t
+		if ep.SignatureParam != "" {
+			if len(keys) == 0 {
+				return Request{}, errors.New("signed postback: the endpoint has no active signing secret")
+			}
+			if r.URL, err = SignPostback(u, ep.SignatureParam, keys[len(keys)-1], now); err != nil {
+				return Request{}, err
+			}
+			r.signatureParam, r.signedAt = ep.SignatureParam, now.Unix()
+		}
 		for _, m := range t.Macros() {
 			if raw, ok := fields[m]; ok {
 				if v := strings.Trim(string(raw), `"`); len(v) >= 3 {

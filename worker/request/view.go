@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hookline/hookline/worker/postback"
@@ -31,13 +32,23 @@ func (r Request) Exact(userAgent string) View {
 // Redacted is the request fit to keep and show to anyone who may read the
 // event log: custom header values are Mask, and the URL is redacted as logs
 // redact it (postback.Redact: every query value, user info, and a postback
-// template's macro path segments hidden). No signing secret is ever part of
-// a Request; the signature header stays, since receivers see it anyway and
-// it expires with the timestamp's tolerance.
+// template's macro path segments hidden; a signed postback shows its ts and
+// hides its signature). No signing secret is ever part of a Request; the
+// signature header stays, since receivers see it anyway and it expires with
+// the timestamp's tolerance.
 func (r Request) Redacted(userAgent string) View {
 	u := postback.Redact(r.URL)
 	if r.template != nil {
 		u = r.template.Redacted()
+		if r.signatureParam != "" {
+			// The time is no secret and helps to match a receiver's log;
+			// the signature is hidden like every other query value.
+			sep := "&"
+			if !strings.Contains(u, "?") {
+				sep = "?"
+			}
+			u += sep + TimestampParam + "=" + strconv.FormatInt(r.signedAt, 10) + "&" + r.signatureParam + "=***"
+		}
 	}
 	return r.view(userAgent, u, true)
 }
