@@ -95,3 +95,38 @@ func (q *Queries) RetentionDeleteHistograms(ctx context.Context, arg RetentionDe
 	}
 	return result.RowsAffected(), nil
 }
+
+const retentionDeletePortalLinks = `-- name: RetentionDeletePortalLinks :execrows
+DELETE FROM portal_links l
+WHERE l.expires_at < $1::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM portal_sessions s WHERE s.link_id = l.id)
+`
+
+// Sign-in links expired before the cutoff that no kept session names.
+func (q *Queries) RetentionDeletePortalLinks(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeletePortalLinks, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const retentionDeletePortalSessions = `-- name: RetentionDeletePortalSessions :execrows
+DELETE FROM portal_sessions
+WHERE last_seen_at < $1::timestamptz OR created_at < $2::timestamptz
+`
+
+type RetentionDeletePortalSessionsParams struct {
+	IdleBefore    time.Time
+	CreatedBefore time.Time
+}
+
+// Portal sessions past their limits (8 h idle, 7 days absolute; web), with
+// a margin: refused already, dead weight now.
+func (q *Queries) RetentionDeletePortalSessions(ctx context.Context, arg RetentionDeletePortalSessionsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeletePortalSessions, arg.IdleBefore, arg.CreatedBefore)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

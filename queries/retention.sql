@@ -26,3 +26,15 @@ WHERE id IN (SELECT ev.id FROM events ev
              WHERE ev.created_at < @before::timestamptz
                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
              LIMIT @batch_size::int);
+
+-- name: RetentionDeletePortalSessions :execrows
+-- Portal sessions past their limits (8 h idle, 7 days absolute; web), with
+-- a margin: refused already, dead weight now.
+DELETE FROM portal_sessions
+WHERE last_seen_at < @idle_before::timestamptz OR created_at < @created_before::timestamptz;
+
+-- name: RetentionDeletePortalLinks :execrows
+-- Sign-in links expired before the cutoff that no kept session names.
+DELETE FROM portal_links l
+WHERE l.expires_at < @before::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM portal_sessions s WHERE s.link_id = l.id);

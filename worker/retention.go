@@ -49,6 +49,18 @@ func (w *Worker) retain(ctx context.Context) error {
 	} else if n > 0 {
 		w.log.Info("retention deleted rows", "what", "expired sessions", "rows", n)
 	}
+	// Portal sessions and sign-in links likewise (web/portal_access.go).
+	if n, err := w.q.RetentionDeletePortalSessions(ctx, db.RetentionDeletePortalSessionsParams{
+		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
+		return fmt.Errorf("retention of portal sessions: %w", err)
+	} else if n > 0 {
+		w.log.Info("retention deleted rows", "what", "expired portal sessions", "rows", n)
+	}
+	if n, err := w.q.RetentionDeletePortalLinks(ctx, now.Add(-24*time.Hour)); err != nil {
+		return fmt.Errorf("retention of portal links: %w", err)
+	} else if n > 0 {
+		w.log.Info("retention deleted rows", "what", "expired portal links", "rows", n)
+	}
 	for _, s := range steps {
 		var total int64
 		for time.Now().Before(deadline) {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,5 +51,52 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	}
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'"); n != 1 {
 		t.Fatal("a dead letter was deleted")
+	}
+}
+
+// TestRetentionDeletesExpiredPortalAccess: portal sessions past their
+// limits and sign-in links long expired are deleted; live ones, and a link
+// a kept session came from, stay.
+func TestRetentionDeletesExpiredPortalAccess(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := e.worker(nil)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO portal_links (partner_id, token_hash, created_by, expires_at) VALUES
+		($1, 'old-unused', 'test', now() - interval '3 days'),
+		($1, 'old-used', 'test', now() - interval '3 days'),
+		($1, 'live', 'test', now() + interval '1 hour')`, e.pid)
+	exec(`INSERT INTO portal_sessions (token_hash, partner_id, link_id, csrf_token, created_at, last_seen_at) VALUES
+		('idle', $1, NULL, 'x', now() - interval '2 days', now() - interval '2 days'),
+		('ancient', $1, NULL, 'x', now() - interval '9 days', now()),
+		('kept', $1, (SELECT id FROM portal_links WHERE token_hash = 'old-used'), 'x', now(), now())`, e.pid)
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sessions, links []string
+	for _, q := range []struct {
+		sql string
+		dst *[]string
+	}{{"SELECT token_hash FROM portal_sessions ORDER BY 1", &sessions}, {"SELECT token_hash FROM portal_links ORDER BY 1", &links}} {
+		rows, err := e.pool.Query(ctx, q.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			*q.dst = append(*q.dst, s)
+		}
+		rows.Close()
+	}
+	if !slices.Equal(sessions, []string{"kept"}) || !slices.Equal(links, []string{"live", "old-used"}) {
+		t.Fatalf("sessions left %v, links left %v", sessions, links)
 	}
 }
