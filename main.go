@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -367,6 +368,7 @@ type config struct {
 	Concurrency   int
 	Retention     worker.Retention
 	SearchKeys    []string // payload fields the event log is searched by
+	PublicURL     string   // the dashboard's base URL, linked from operator notifications
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -465,6 +467,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("HOOKLINE_WORKER_CONCURRENCY %q: want a number between 1 and 10000", v))
 		}
 		c.Concurrency = n
+	}
+	if v := strings.TrimRight(strings.TrimSpace(getenv("HOOKLINE_PUBLIC_URL")), "/"); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("HOOKLINE_PUBLIC_URL %q: want the dashboard's base URL, such as https://hookline.internal", v))
+		}
+		c.PublicURL = v
 	}
 	if v := getenv("HOOKLINE_SEARCH_KEYS"); v != "" {
 		keys, err := parseSearchKeys(v)
@@ -754,6 +762,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Retention:     a.cfg.Retention,
 		Logger:        a.log,
 		Metrics:       worker.NewMetrics(a.reg),
+		PublicURL:     a.cfg.PublicURL,
 	})
 }
 

@@ -75,6 +75,9 @@ type Config struct {
 	Sender *sender.Sender
 	// Metrics receives counters and gauges; nil disables them.
 	Metrics *Metrics
+	// PublicURL is the dashboard's base URL, linked from operator
+	// notifications (none when empty).
+	PublicURL string
 }
 
 // Retention says how long telemetry and finished work are kept.
@@ -128,12 +131,14 @@ type Worker struct {
 	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
-	queue    chan queued
-	freed    chan struct{} // a send finished (claim loop may claim again)
-	wake     chan struct{} // NOTIFY arrived
-	results  chan outcome  // senders → completer
-	inflight sync.WaitGroup
-	replicas atomic.Int32
+	queue chan queued
+	freed chan struct{} // a send finished (claim loop may claim again)
+	wake  chan struct{} // NOTIFY arrived
+	// notifyWake: a completion queued operator notifications.
+	notifyWake chan struct{}
+	results    chan outcome // senders → completer
+	inflight   sync.WaitGroup
+	replicas   atomic.Int32
 
 	// Liveness (see liveness.go): the key of the advisory lock this worker
 	// holds while it runs, whether it holds it now (claims wait while it
@@ -190,25 +195,26 @@ func New(cfg Config) (*Worker, error) {
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 	}
 	w := &Worker{
-		cfg:      cfg,
-		pool:     cfg.Pool,
-		q:        db.New(cfg.Pool),
-		send:     cfg.Sender,
-		box:      box,
-		backoff:  backoff.Default(),
-		breaker:  breaker.DefaultPolicy(),
-		limits:   ratelimit.NewRegistry(),
-		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
-		now:      cfg.Now,
-		injected: injected,
-		rnd:      cfg.Rand,
-		id:       cfg.WorkerID,
-		metrics:  cfg.Metrics,
-		freed:    make(chan struct{}, 1),
-		wake:     make(chan struct{}, 1),
-		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
-		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
-		suspects: map[string]time.Time{},
+		cfg:        cfg,
+		pool:       cfg.Pool,
+		q:          db.New(cfg.Pool),
+		send:       cfg.Sender,
+		box:        box,
+		backoff:    backoff.Default(),
+		breaker:    breaker.DefaultPolicy(),
+		limits:     ratelimit.NewRegistry(),
+		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
+		now:        cfg.Now,
+		injected:   injected,
+		rnd:        cfg.Rand,
+		id:         cfg.WorkerID,
+		metrics:    cfg.Metrics,
+		freed:      make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
+		notifyWake: make(chan struct{}, 1),
+		results:    make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
+		queue:      make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
+		suspects:   map[string]time.Time{},
 	}
 	w.lockKey.Store(newLockKey())
 	if w.send == nil {
@@ -281,6 +287,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
+	bg.Go(func() { w.notifyLoop(ctx) })
 
 	for range w.cfg.Concurrency {
 		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })
