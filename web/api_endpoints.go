@@ -39,9 +39,10 @@ type endpointJSON struct {
 	// Filter is the payload filter, null when every event is delivered.
 	Filter         json.RawMessage `json:"filter"`
 	DisabledReason string          `json:"disabled_reason"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	Health         *healthJSON     `json:"health,omitempty"`
+	failureBudgetFields
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Health    *healthJSON `json:"health,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
 }
@@ -79,7 +80,7 @@ func endpointView(e db.Endpoint) endpointJSON {
 		Burst: e.Burst, MaxInFlight: e.MaxInFlight, FailureThreshold: e.FailureThreshold,
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-		Filter: filterJSON(e.Filter),
+		Filter: filterJSON(e.Filter), failureBudgetFields: budgetFields(e),
 	}
 }
 
@@ -99,6 +100,7 @@ func endpointFullView(e db.Endpoint, partnerName string, h db.EndpointHealth, un
 	v := endpointView(e)
 	v.PartnerName = partnerName
 	v.Health = healthView(h)
+	v.FailureBudget = budgetProgress(e, h, time.Now())
 	if !unsent.Last.IsZero() && (v.Health.LastFailureAt == nil || unsent.Last.After(*v.Health.LastFailureAt)) {
 		last := unsent.Last
 		v.Health.LastFailureAt = &last
@@ -180,6 +182,9 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			return conflict("name", "this partner already has an endpoint with this name")
 		}
 		if err != nil {
+			return err
+		}
+		if e, err = s.saveFailureBudget(ctx, q, nil, e, cfg); err != nil {
 			return err
 		}
 		if len(cfg.Headers) > 0 {
@@ -388,6 +393,9 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	if e, err = s.saveFailureBudget(ctx, q, &cur, e, cfg); err != nil {
+		return db.Endpoint{}, err
+	}
 	return e, audit(ctx, q, actor, "endpoint.update", "endpoint", e.ID,
 		map[string]any{"changed": changedFields(cur, e, headersChanged)})
 }
@@ -415,6 +423,8 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("success_body_contains", a.SuccessBodyContains != b.SuccessBodyContains)
 	add("enabled", a.Enabled != b.Enabled)
 	add("filter", !bytes.Equal(a.Filter, b.Filter))
+	add("disable_after_failures", a.DisableAfterFailures != b.DisableAfterFailures)
+	add("disable_after_hours", a.DisableAfterHours != b.DisableAfterHours)
 	if out == nil {
 		out = []string{}
 	}

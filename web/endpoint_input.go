@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/budget"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/postback"
 	"github.com/hookline/hookline/worker/signing"
@@ -26,7 +27,11 @@ const (
 	defaultTimeoutMs        = 15000
 	defaultMaxInFlight      = 8
 	defaultFailureThreshold = 10
-	maxHeaders              = 32
+	// The failure budget (auto-disable): 10 failed deliveries in a row
+	// spanning at least 72 h.
+	defaultDisableAfterFailures = 10
+	defaultDisableAfterHours    = 72
+	maxHeaders                  = 32
 
 	// Ranges of the numeric settings (documented in the README's API
 	// section and in openapi.json; the database checks the same bounds,
@@ -69,6 +74,10 @@ type endpointInput struct {
 	Enabled             *bool             `json:"enabled"`
 	// Filter is a worker/filter document; absent or null means no filter.
 	Filter json.RawMessage `json:"filter"`
+	// The failure budget: disabled after this many consecutive failed
+	// deliveries spanning at least this many hours (0 failures: never).
+	DisableAfterFailures *int `json:"disable_after_failures"`
+	DisableAfterHours    *int `json:"disable_after_hours"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -89,6 +98,9 @@ type endpointConfig struct {
 	SuccessBodyContains string
 	Enabled             bool
 	Filter              []byte // compact filter JSON; nil means none
+	// DisableAfterFailures and DisableAfterHours are the failure budget.
+	DisableAfterFailures int32
+	DisableAfterHours    int32
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -117,6 +129,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 	ptr := func(v int32) *int { n := int(v); return &n }
 	in.MaxAttempts, in.TimeoutMs = ptr(e.MaxAttempts), ptr(e.TimeoutMs)
 	in.MaxInFlight, in.FailureThreshold = ptr(e.MaxInFlight), ptr(e.FailureThreshold)
+	in.DisableAfterFailures, in.DisableAfterHours = ptr(e.DisableAfterFailures), ptr(e.DisableAfterHours)
 	if e.Burst != nil {
 		in.Burst = ptr(*e.Burst)
 	}
@@ -240,6 +253,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 	c.TimeoutMs = intField("timeout_ms", in.TimeoutMs, defaultTimeoutMs, minTimeoutMs, maxTimeoutMs)
 	c.MaxInFlight = intField("max_in_flight", in.MaxInFlight, defaultMaxInFlight, 1, maxMaxInFlight)
 	c.FailureThreshold = intField("failure_threshold", in.FailureThreshold, defaultFailureThreshold, 1, maxFailureThreshold)
+	c.DisableAfterFailures = intField("disable_after_failures", in.DisableAfterFailures, defaultDisableAfterFailures, 0, budget.MaxFailures)
+	c.DisableAfterHours = intField("disable_after_hours", in.DisableAfterHours, defaultDisableAfterHours, 0, budget.MaxHours)
 
 	switch {
 	case in.RatePerSec == nil:

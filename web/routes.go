@@ -46,6 +46,11 @@ func (s *Server) routes() {
 	api.GET("/stats", s.apiStats)
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
 	api.POST("/dead-letters/replay", s.apiReplay)
+	// Operator notification channels.
+	api.POST("/notification-channels", s.apiChannelCreate)
+	api.GET("/notification-channels", s.apiChannelList)
+	api.DELETE("/notification-channels/:id", s.apiChannelDelete)
+	api.POST("/notification-channels/:id/test", s.apiChannelTest)
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {
@@ -125,4 +130,8 @@ func (s *Server) routes() {
 	d.POST("/settings/users", s.userAdd, admin)
 	d.POST("/settings/users/:id/role", s.userSetRole, admin)
 	d.POST("/settings/users/:id/disable", s.userSetDisabled, admin)
+	d.GET("/settings/notifications", s.notificationsPage, admin)
+	d.POST("/settings/notifications", s.notificationChannelAdd, admin)
+	d.POST("/settings/notifications/:id/delete", s.notificationChannelDelete, admin)
+	d.POST("/settings/notifications/:id/test", s.notificationChannelTest, admin)
 }

@@ -23,9 +23,15 @@ type budgetState struct {
 	loadedStreak budget.Streak
 	enabled      bool
 	loadedState  breaker.State
-	warn         int  // the warning level to send (0: none)
-	disable      bool // the budget is spent
+	warns        []warning // warnings to send, in order
+	disable      bool      // the budget is spent
 	lastFailedAt time.Time
+}
+
+// warning is one warning level crossed by a failed delivery.
+type warning struct {
+	level, failures int
+	at              time.Time
 }
 
 func newBudgetState(r db.EndpointHealthLockRow) budgetState {
@@ -49,13 +55,13 @@ func (s *budgetState) applyBudget(o *outcome) {
 	switch {
 	case o.res.Outcome == sender.OK:
 		s.streak = s.budget.Succeed(s.streak)
-		s.warn, s.disable = 0, false
+		s.warns, s.disable = nil, false
 	case o.dead:
 		v := s.budget.Fail(s.streak, o.finished)
 		s.streak = v.Streak
 		s.lastFailedAt = o.finished
 		if v.Warn > 0 {
-			s.warn = v.Warn
+			s.warns = append(s.warns, warning{level: v.Warn, failures: v.Streak.Failures, at: o.finished})
 		}
 		if v.Disable {
 			s.disable = true
@@ -95,6 +101,13 @@ func writeBudgets(ctx context.Context, q *db.Queries, states map[int64]*healthSt
 		span := budget.Span(s.lastFailedAt.Sub(s.streak.FirstAt))
 		figures := map[string]any{"failures": s.streak.Failures, "budget": s.budget.Failures,
 			"disable_after_hours": int(s.budget.Span / time.Hour), "span": span}
+		// Warnings go out even when the same batch spends the budget: each
+		// level is news once per streak.
+		for _, w := range s.warns {
+			notes.add(notify.EndpointWarned, id, fmt.Sprint(w.level), map[string]any{"failures": w.failures,
+				"budget": s.budget.Failures, "disable_after_hours": int(s.budget.Span / time.Hour),
+				"span": budget.Span(w.at.Sub(s.streak.FirstAt))})
+		}
 		if s.disable {
 			reason := fmt.Sprintf("failure budget spent: %d failed deliveries in a row over %s (limit %d in at least %d h); deliveries are kept queued until it is re-enabled",
 				s.streak.Failures, span, s.budget.Failures, int(s.budget.Span/time.Hour))
@@ -105,8 +118,6 @@ func writeBudgets(ctx context.Context, q *db.Queries, states map[int64]*healthSt
 			if n > 0 {
 				notes.add(notify.EndpointDisabled, id, "failure_budget", figures)
 			}
-		} else if s.warn > 0 {
-			notes.add(notify.EndpointWarned, id, fmt.Sprint(s.warn), figures)
 		}
 	}
 	if len(p.EndpointIds) == 0 {
