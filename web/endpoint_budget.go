@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/worker/budget"
 	"github.com/hookline/hookline/worker/notify"
 )
@@ -47,6 +48,16 @@ func budgetOf(e db.Endpoint, h db.EndpointHealth) (budget.Budget, budget.Streak)
 		st.FirstAt = *h.FirstFailedAt
 	}
 	return b, st
+}
+
+// budgetData is the failure budget as the dashboard shows it.
+func budgetData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.BudgetData {
+	b, st := budgetOf(e, h)
+	cause := e.DisabledCause
+	if e.Enabled {
+		cause = ""
+	}
+	return components.BudgetData{Progress: b.Progress(st, now), Percent: b.Percent(st), Cause: cause}
 }
 
 func budgetProgress(e db.Endpoint, h db.EndpointHealth, now time.Time) *failureBudgetJSON {

@@ -36,6 +36,9 @@ type Form struct {
 	MaxAttempts, TimeoutMs, RatePerSec, Burst, MaxInFlight      string
 	FailureThreshold                                            string
 	Enabled                                                     bool
+	// The failure budget: auto-disable after this many failed deliveries
+	// spanning at least this many hours.
+	DisableAfterFailures, DisableAfterHours string
 
 	// FilterRows are the builder's field / operator / value rows (blank
 	// rows included, so the form works without JavaScript); FilterJSON is
@@ -165,7 +168,7 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
+		"filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "disable_after_failures", "disable_after_hours", "partner_id"}
 	var out []string
 	for _, k := range order {
 		if v, ok := m[k]; ok {
@@ -180,6 +183,7 @@ var labels = map[string]string{
 	"headers": "Custom headers", "success_body_contains": "Success body", "max_attempts": "Max attempts",
 	"timeout_ms": "Timeout", "rate_per_sec": "Rate limit", "burst": "Burst", "max_in_flight": "In flight",
 	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
+	"disable_after_failures": "Disable after failures", "disable_after_hours": "Disable after hours",
 }
 
 func filterRowID(i int, part string) string { return "filter-" + part + "-" + strconv.Itoa(i) }
