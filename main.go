@@ -707,6 +707,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 	}
 	if srv != nil {
 		a.serveWeb(gctx, g, ln, srv)
+		// Pipeline alerts and new dead-letter clusters become operator
+		// notifications; returns when gctx ends.
+		g.Go(func() error { srv.WatchAlerts(gctx); return nil })
 	}
 	err = g.Wait()
 	log.Info("hookline stopped")

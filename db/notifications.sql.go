@@ -13,6 +13,40 @@ import (
 	"github.com/google/uuid"
 )
 
+const notificationAlertStates = `-- name: NotificationAlertStates :many
+SELECT DISTINCT ON (subject) subject, kind
+FROM notifications
+WHERE kind IN ('alert.fired', 'alert.resolved')
+ORDER BY subject, id DESC
+`
+
+type NotificationAlertStatesRow struct {
+	Subject string
+	Kind    string
+}
+
+// The last recorded state (alert.fired or alert.resolved) of each
+// pipeline alert, by its name (subject).
+func (q *Queries) NotificationAlertStates(ctx context.Context) ([]NotificationAlertStatesRow, error) {
+	rows, err := q.db.Query(ctx, notificationAlertStates)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NotificationAlertStatesRow{}
+	for rows.Next() {
+		var i NotificationAlertStatesRow
+		if err := rows.Scan(&i.Subject, &i.Kind); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const notificationChannelCreate = `-- name: NotificationChannelCreate :one
 INSERT INTO notification_channels (name, style, endpoint_id, kinds, created_by)
 VALUES ($1, $2, $3, $4, $5)
@@ -388,6 +422,20 @@ func (q *Queries) NotificationPending(ctx context.Context, maxRows int32) ([]Not
 	return items, nil
 }
 
+const notificationPrune = `-- name: NotificationPrune :execrows
+DELETE FROM notifications
+WHERE created_at < $1::timestamptz AND state <> 'pending'
+`
+
+// Retention of the outbox: decided rows older than the cutoff go.
+func (q *Queries) NotificationPrune(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, notificationPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const notificationRecent = `-- name: NotificationRecent :many
 SELECT n.id, n.kind, n.subject, n.state, n.repeats, n.created_at, n.sent_at,
        coalesce(e.name, '')::text AS endpoint_name
@@ -436,4 +484,49 @@ func (q *Queries) NotificationRecent(ctx context.Context, maxRows int32) ([]Noti
 		return nil, err
 	}
 	return items, nil
+}
+
+const notificationRecentSubjects = `-- name: NotificationRecentSubjects :many
+SELECT DISTINCT subject FROM notifications
+WHERE kind = $1 AND created_at >= $2::timestamptz
+`
+
+type NotificationRecentSubjectsParams struct {
+	Kind  string
+	Since time.Time
+}
+
+// The subjects of one kind recorded since a time (dead-letter clusters
+// already announced).
+func (q *Queries) NotificationRecentSubjects(ctx context.Context, arg NotificationRecentSubjectsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, notificationRecentSubjects, arg.Kind, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var subject string
+		if err := rows.Scan(&subject); err != nil {
+			return nil, err
+		}
+		items = append(items, subject)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const notificationWatchLock = `-- name: NotificationWatchLock :one
+SELECT pg_try_advisory_xact_lock(7270736903) AS locked
+`
+
+// One alert watcher at a time across replicas, for the rest of the
+// transaction; the others skip their turn.
+func (q *Queries) NotificationWatchLock(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, notificationWatchLock)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
 }

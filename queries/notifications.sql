@@ -125,3 +125,27 @@ FROM notifications n
 LEFT JOIN endpoints e ON e.id = n.endpoint_id
 ORDER BY n.id DESC
 LIMIT @max_rows::int;
+
+-- name: NotificationWatchLock :one
+-- One alert watcher at a time across replicas, for the rest of the
+-- transaction; the others skip their turn.
+SELECT pg_try_advisory_xact_lock(7270736903) AS locked;
+
+-- name: NotificationAlertStates :many
+-- The last recorded state (alert.fired or alert.resolved) of each
+-- pipeline alert, by its name (subject).
+SELECT DISTINCT ON (subject) subject, kind
+FROM notifications
+WHERE kind IN ('alert.fired', 'alert.resolved')
+ORDER BY subject, id DESC;
+
+-- name: NotificationRecentSubjects :many
+-- The subjects of one kind recorded since a time (dead-letter clusters
+-- already announced).
+SELECT DISTINCT subject FROM notifications
+WHERE kind = @kind AND created_at >= @since::timestamptz;
+
+-- name: NotificationPrune :execrows
+-- Retention of the outbox: decided rows older than the cutoff go.
+DELETE FROM notifications
+WHERE created_at < @before::timestamptz AND state <> 'pending';

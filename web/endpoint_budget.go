@@ -103,6 +103,9 @@ func (s *Server) saveFailureBudget(ctx context.Context, q *db.Queries, cur *db.E
 
 // queueNotification writes one outbox row in the caller's transaction.
 func queueNotification(ctx context.Context, q *db.Queries, k notify.Kind, endpointID int64, subject string, figures map[string]any) error {
+	if figures == nil {
+		figures = map[string]any{}
+	}
 	b, err := json.Marshal(figures)
 	if err != nil {
 		return err
