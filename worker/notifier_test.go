@@ -117,3 +117,39 @@ func TestNotifierRateLimitSummarisesFlapping(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestBreakerTransitionsQueueNotifications: the completion that opens a
+// breaker writes one breaker.opened outbox row, a failed probe writes none
+// (the breaker was open already), and the probe that closes it writes one
+// breaker.closed row.
+func TestBreakerTransitionsQueueNotifications(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.setHandler(respond(503))
+	epID, _ := e.endpoint(endpointOpts{url: rcv.URL, threshold: 3, maxInFlight: 1, maxAttempts: 50})
+	e.events(5, "order.created", `{}`)
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Rand = fixedRand(0) })
+	e.run(w)
+	ctx := context.Background()
+	rows := func(kind string) int {
+		return e.count("SELECT count(*) FROM notifications WHERE kind = $1 AND endpoint_id = $2", kind, epID)
+	}
+	e.waitFor("breaker open", func() bool { return e.health(epID).State == "open" })
+	if n := rows("breaker.opened"); n != 1 {
+		t.Fatalf("%d breaker.opened rows, want 1", n)
+	}
+	clk.Advance(301 * time.Second)
+	w.probe(ctx, ctx)
+	e.waitFor("failed probe recorded", func() bool { return rcv.count.Load() == 4 && e.health(epID).State == "open" && e.health(epID).ProbeDeliveryID == nil })
+	if n := rows("breaker.opened"); n != 1 {
+		t.Fatalf("a failed probe queued another breaker.opened (%d rows)", n)
+	}
+	rcv.setHandler(respond(200))
+	clk.Advance(601 * time.Second)
+	w.probe(ctx, ctx)
+	e.waitFor("closed", func() bool { return e.health(epID).State == "closed" })
+	if n := rows("breaker.closed"); n != 1 {
+		t.Fatalf("%d breaker.closed rows, want 1", n)
+	}
+}
