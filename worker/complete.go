@@ -251,7 +251,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		return err
 	}
 	if len(notes.kinds) > 0 {
-		signal(w.notifyWake)
+		signal(w.outbox)
 	}
 	// Metrics and rate-limit pauses only after commit and only for what
 	// this commit recorded, so neither a retried batch nor a stale result

@@ -30,7 +30,7 @@ func (w *Worker) notifyLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-w.notifyWake:
+		case <-w.outbox:
 		}
 		if err := w.dispatchNotifications(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("dispatch operator notifications", "err", err)

@@ -141,7 +141,9 @@ func TestBreakerTransitionsQueueNotifications(t *testing.T) {
 	}
 	clk.Advance(301 * time.Second)
 	w.probe(ctx, ctx)
-	e.waitFor("failed probe recorded", func() bool { return rcv.count.Load() == 4 && e.health(epID).State == "open" && e.health(epID).ProbeDeliveryID == nil })
+	e.waitFor("failed probe recorded", func() bool {
+		return rcv.count.Load() == 4 && e.health(epID).State == "open" && e.health(epID).ProbeDeliveryID == nil
+	})
 	if n := rows("breaker.opened"); n != 1 {
 		t.Fatalf("a failed probe queued another breaker.opened (%d rows)", n)
 	}

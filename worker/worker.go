@@ -131,14 +131,13 @@ type Worker struct {
 	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
-	queue chan queued
-	freed chan struct{} // a send finished (claim loop may claim again)
-	wake  chan struct{} // NOTIFY arrived
-	// notifyWake: a completion queued operator notifications.
-	notifyWake chan struct{}
-	results    chan outcome // senders → completer
-	inflight   sync.WaitGroup
-	replicas   atomic.Int32
+	queue    chan queued
+	freed    chan struct{} // a send finished (claim loop may claim again)
+	wake     chan struct{} // NOTIFY arrived
+	outbox   chan struct{} // a completion queued operator notifications
+	results  chan outcome  // senders → completer
+	inflight sync.WaitGroup
+	replicas atomic.Int32
 
 	// Liveness (see liveness.go): the key of the advisory lock this worker
 	// holds while it runs, whether it holds it now (claims wait while it
@@ -195,26 +194,26 @@ func New(cfg Config) (*Worker, error) {
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 	}
 	w := &Worker{
-		cfg:        cfg,
-		pool:       cfg.Pool,
-		q:          db.New(cfg.Pool),
-		send:       cfg.Sender,
-		box:        box,
-		backoff:    backoff.Default(),
-		breaker:    breaker.DefaultPolicy(),
-		limits:     ratelimit.NewRegistry(),
-		log:        cfg.Logger.With("worker_id", cfg.WorkerID),
-		now:        cfg.Now,
-		injected:   injected,
-		rnd:        cfg.Rand,
-		id:         cfg.WorkerID,
-		metrics:    cfg.Metrics,
-		freed:      make(chan struct{}, 1),
-		wake:       make(chan struct{}, 1),
-		notifyWake: make(chan struct{}, 1),
-		results:    make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
-		queue:      make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
-		suspects:   map[string]time.Time{},
+		cfg:      cfg,
+		pool:     cfg.Pool,
+		q:        db.New(cfg.Pool),
+		send:     cfg.Sender,
+		box:      box,
+		backoff:  backoff.Default(),
+		breaker:  breaker.DefaultPolicy(),
+		limits:   ratelimit.NewRegistry(),
+		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		now:      cfg.Now,
+		injected: injected,
+		rnd:      cfg.Rand,
+		id:       cfg.WorkerID,
+		metrics:  cfg.Metrics,
+		freed:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		outbox:   make(chan struct{}, 1),
+		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
+		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
+		suspects: map[string]time.Time{},
 	}
 	w.lockKey.Store(newLockKey())
 	if w.send == nil {
