@@ -71,6 +71,23 @@ func TestDashboardFailureBudget(t *testing.T) {
 		if got := testid(doc, "failure-budget").Text(); !strings.Contains(got, "failure budget spent") {
 			t.Fatalf("disabled endpoint page = %q", got)
 		}
+		if testid(doc, "endpoint-enable").Length() != 1 {
+			t.Fatal("no Enable button for a disabled endpoint")
+		}
+		res, doc := op.htmx(http.MethodPost, fmt.Sprintf("/endpoints/%d/enable", quiet.ID), url.Values{})
+		if res.StatusCode != http.StatusOK || testid(doc, "endpoint-enable").Length() != 0 || testid(doc, "endpoint-health").Length() != 1 {
+			t.Fatalf("enable: %d", res.StatusCode)
+		}
+		var enabled bool
+		var cause string
+		if err := env.pool.QueryRow(context.Background(), `SELECT enabled, disabled_cause FROM endpoints WHERE id = $1`, quiet.ID).Scan(&enabled, &cause); err != nil || !enabled || cause != "" {
+			t.Fatalf("after Enable: enabled=%v cause=%q (%v)", enabled, cause, err)
+		}
+		viewer := env.signIn(base, "viewer@example.com", "viewer")
+		env.exec(`UPDATE endpoints SET enabled = false WHERE id = $1`, quiet.ID)
+		if _, doc := viewer.get(fmt.Sprintf("/endpoints/%d", quiet.ID)); testid(doc, "endpoint-enable").Length() != 0 {
+			t.Fatal("a viewer is offered Enable")
+		}
 	})
 
 	t.Run("form fields", func(t *testing.T) {

@@ -84,6 +84,7 @@ func (s *Server) routes() {
 	d.POST("/endpoints/:id/pause", s.endpointBreaker(actionPause), operator)
 	d.POST("/endpoints/:id/resume", s.endpointBreaker(actionResume), operator)
 	d.POST("/endpoints/:id/force-close", s.endpointBreaker(actionForceClose), operator)
+	d.POST("/endpoints/:id/enable", s.endpointEnable, operator)
 	d.POST("/endpoints/:id/test", s.endpointTestFire, operator)
 	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
 
