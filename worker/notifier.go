@@ -25,6 +25,7 @@ const notifyEvery = time.Second
 func (w *Worker) notifyLoop(ctx context.Context) {
 	t := time.NewTicker(notifyEvery)
 	defer t.Stop()
+	held := map[notifyKey]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -32,7 +33,7 @@ func (w *Worker) notifyLoop(ctx context.Context) {
 		case <-t.C:
 		case <-w.outbox:
 		}
-		if err := w.dispatchNotifications(ctx); err != nil && ctx.Err() == nil {
+		if err := w.dispatchNotifications(ctx, held); err != nil && ctx.Err() == nil {
 			w.log.Warn("dispatch operator notifications", "err", err)
 		}
 	}
@@ -49,7 +50,10 @@ type notifyKey struct {
 // channel, the rest go through notify.Limiter per endpoint, kind and
 // subject and, when sent, to every channel subscribed to the kind. One
 // replica dispatches at a time (a try-lock: the others skip their turn).
-func (w *Worker) dispatchNotifications(ctx context.Context) error {
+// held remembers until when a key's rows wait (the rate limit's window), so
+// rows held back are not looked up again every second; nil remembers
+// nothing.
+func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]time.Time) error {
 	limiter := notify.Limiter{Window: notify.Window}
 	sent := 0
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -100,6 +104,9 @@ func (w *Worker) dispatchNotifications(ctx context.Context) error {
 		}
 		now := w.now()
 		for _, k := range order {
+			if until, ok := held[k]; ok && now.Before(until) {
+				continue
+			}
 			last, err := q.NotificationLastSent(ctx, db.NotificationLastSentParams{
 				Kind: k.kind, Subject: k.subject, EndpointID: nonZero64(k.endpointID)})
 			if err != nil {
@@ -107,8 +114,12 @@ func (w *Worker) dispatchNotifications(ctx context.Context) error {
 			}
 			d := limiter.Decide(groups[k], last, now)
 			if d.Send == 0 {
+				if held != nil {
+					held[k] = d.Wait
+				}
 				continue // held by the rate limit; summarised once the window has passed
 			}
+			delete(held, k)
 			r := byID[d.Send]
 			for _, c := range channels {
 				if slices.Contains(c.Kinds, r.Kind) {

@@ -38,9 +38,10 @@ func TestNotifierRateLimitSummarisesFlapping(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	held := map[notifyKey]time.Time{}
 	dispatch := func() {
 		t.Helper()
-		if err := w.dispatchNotifications(ctx); err != nil {
+		if err := w.dispatchNotifications(ctx, held); err != nil {
 			t.Fatal(err)
 		}
 	}
