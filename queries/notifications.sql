@@ -120,9 +120,10 @@ SELECT c.id, c.endpoint_id, c.name FROM c;
 -- name: NotificationRecent :many
 -- The latest outbox rows, for the settings page.
 SELECT n.id, n.kind, n.subject, n.state, n.repeats, n.created_at, n.sent_at,
-       coalesce(e.name, '')::text AS endpoint_name
+       coalesce(e.name, 'channel: ' || c.name, '')::text AS endpoint_name
 FROM notifications n
 LEFT JOIN endpoints e ON e.id = n.endpoint_id
+LEFT JOIN notification_channels c ON c.id = n.channel_id
 ORDER BY n.id DESC
 LIMIT @max_rows::int;
 
