@@ -369,9 +369,11 @@ type config struct {
 	Concurrency   int
 	Retention     worker.Retention
 	SearchKeys    []string // payload fields the event log is searched by
-	// Partner portal: how long a sign-in link works, the product name its
-	// pages show, and the public address its links start with ("" = the
-	// address the link API was called at).
+	// Partner portal: how long a sign-in link works and the product name
+	// its pages show. PublicURL is the address hookline is reached at, the
+	// start of portal links and of the dashboard links in operator
+	// notifications ("" = portal links use the address the link API was
+	// called at).
 	PortalLinkTTL time.Duration
 	PortalTitle   string
 	PublicURL     string
@@ -477,6 +479,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.Concurrency = n
 	}
+	if v := strings.TrimRight(strings.TrimSpace(getenv("HOOKLINE_PUBLIC_URL")), "/"); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("HOOKLINE_PUBLIC_URL %q: want the address operators and partners reach hookline at, such as https://hooks.example.com", v))
+		}
+		c.PublicURL = v
+	}
 	if v := getenv("HOOKLINE_SEARCH_KEYS"); v != "" {
 		keys, err := parseSearchKeys(v)
 		if err != nil {
@@ -486,14 +494,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
-	}
-	if v := strings.TrimSpace(getenv("HOOKLINE_PUBLIC_URL")); v != "" {
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			errs = append(errs, fmt.Errorf("HOOKLINE_PUBLIC_URL %q: want the address partners reach hookline at, such as https://hooks.example.com", v))
-		} else {
-			c.PublicURL = u.Scheme + "://" + u.Host
-		}
 	}
 	return c, errors.Join(errs...)
 }
@@ -721,6 +721,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 	}
 	if srv != nil {
 		a.serveWeb(gctx, g, ln, srv)
+		// Pipeline alerts and new dead-letter clusters become operator
+		// notifications; returns when gctx ends.
+		g.Go(func() error { srv.WatchAlerts(gctx); return nil })
 	}
 	err = g.Wait()
 	log.Info("hookline stopped")
@@ -776,6 +779,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Retention:     a.cfg.Retention,
 		Logger:        a.log,
 		Metrics:       worker.NewMetrics(a.reg),
+		PublicURL:     a.cfg.PublicURL,
 	})
 }
 

@@ -94,6 +94,12 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatal(c.SearchKeys)
 			}
 		}},
+		{"public url", map[string]string{"HOOKLINE_PUBLIC_URL": " https://hooks.test/ "}, "", func(t *testing.T, c config) {
+			if c.PublicURL != "https://hooks.test" {
+				t.Errorf("PublicURL = %q", c.PublicURL)
+			}
+		}},
+		{"public url: not a URL", map[string]string{"HOOKLINE_PUBLIC_URL": "hooks.test"}, `HOOKLINE_PUBLIC_URL "hooks.test"`, nil},
 		{"search keys: empty name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click_id,,cid"}, "HOOKLINE_SEARCH_KEYS", nil},
 		{"search keys: bad name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click id"}, `HOOKLINE_SEARCH_KEYS "click id": field name "click id"`, nil},
 		{"search keys: twice", map[string]string{"HOOKLINE_SEARCH_KEYS": "cid,cid"}, `field name "cid" given twice`, nil},

@@ -58,6 +58,19 @@ func (q *Queries) EndpointBreakerStates(ctx context.Context) ([]EndpointBreakerS
 	return items, nil
 }
 
+const endpointHealthBudgetReset = `-- name: EndpointHealthBudgetReset :exec
+UPDATE endpoint_health
+SET failed_deliveries = 0, first_failed_at = NULL, budget_warned = 0, updated_at = now()
+WHERE endpoint_id = $1
+`
+
+// Starts an endpoint's failure budget afresh (it was enabled again by an
+// operator), so the next failure does not disable it at once.
+func (q *Queries) EndpointHealthBudgetReset(ctx context.Context, endpointID int64) error {
+	_, err := q.db.Exec(ctx, endpointHealthBudgetReset, endpointID)
+	return err
+}
+
 const endpointHealthCreate = `-- name: EndpointHealthCreate :exec
 INSERT INTO endpoint_health (endpoint_id) VALUES ($1)
 `
@@ -69,7 +82,7 @@ func (q *Queries) EndpointHealthCreate(ctx context.Context, endpointID int64) er
 }
 
 const endpointHealthGetForUpdate = `-- name: EndpointHealthGetForUpdate :one
-SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at, ok_count FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
+SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at, ok_count, failed_deliveries, first_failed_at, budget_warned FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
 `
 
 // Locks one endpoint's breaker for an operator action.
@@ -101,6 +114,9 @@ func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int
 		&i.StatsRefreshedAt,
 		&i.UpdatedAt,
 		&i.OkCount,
+		&i.FailedDeliveries,
+		&i.FirstFailedAt,
+		&i.BudgetWarned,
 	)
 	return i, err
 }

@@ -25,7 +25,7 @@ INSERT INTO endpoints (
     $14, $15, $16,
     coalesce($17::text, 'braces'), $18, $19
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
 `
 
 type EndpointCreateParams struct {
@@ -97,6 +97,10 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
@@ -104,22 +108,34 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 	return i, err
 }
 
-const endpointDisable = `-- name: EndpointDisable :exec
+const endpointDisable = `-- name: EndpointDisable :execrows
 UPDATE endpoints
-SET enabled = false, disabled_reason = $1, updated_at = now()
-WHERE id = $2 AND enabled
+SET enabled = false, disabled_reason = $1, disabled_cause = $2,
+    disabled_at = coalesce($3::timestamptz, now()), updated_at = now()
+WHERE id = $4 AND enabled
 `
 
 type EndpointDisableParams struct {
 	Reason string
+	Cause  string
+	Now    *time.Time
 	ID     int64
 }
 
-// Disables an endpoint with a reason (a 410 Gone from the partner). Its due
-// deliveries stop being claimed; nothing is deleted.
-func (q *Queries) EndpointDisable(ctx context.Context, arg EndpointDisableParams) error {
-	_, err := q.db.Exec(ctx, endpointDisable, arg.Reason, arg.ID)
-	return err
+// Disables an endpoint with a reason and its cause (a 410 Gone from the
+// partner, or its failure budget spent). Its deliveries stop being claimed
+// and new ones keep being queued for it; nothing is deleted or dead.
+func (q *Queries) EndpointDisable(ctx context.Context, arg EndpointDisableParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointDisable,
+		arg.Reason,
+		arg.Cause,
+		arg.Now,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const endpointFilterPreviewEvents = `-- name: EndpointFilterPreviewEvents :many
@@ -181,7 +197,7 @@ const endpointFilters = `-- name: EndpointFilters :many
 SELECT e.id, e.filter
 FROM endpoints e
 JOIN partners p ON p.id = e.partner_id
-WHERE e.filter IS NOT NULL AND e.enabled AND p.archived_at IS NULL
+WHERE e.filter IS NOT NULL AND p.archived_at IS NULL
 ORDER BY e.id
 `
 
@@ -190,7 +206,8 @@ type EndpointFiltersRow struct {
 	Filter []byte
 }
 
-// The payload filters of endpoints that can receive deliveries, read by
+// The payload filters of endpoints that can receive deliveries (disabled
+// ones too: their deliveries wait for them), read by
 // fan-out in the ingest transaction (so a filter saved before an event's
 // transaction applies to it). Compiled filters are cached by their text.
 func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, error) {
@@ -214,7 +231,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -242,6 +259,10 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
@@ -250,7 +271,7 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -279,6 +300,10 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
@@ -287,7 +312,7 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -325,6 +350,10 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.UpdatedAt,
 		&i.Endpoint.SecretVersion,
 		&i.Endpoint.Filter,
+		&i.Endpoint.DisableAfterFailures,
+		&i.Endpoint.DisableAfterHours,
+		&i.Endpoint.DisabledAt,
+		&i.Endpoint.DisabledCause,
 		&i.Endpoint.MacroStyle,
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
@@ -352,6 +381,9 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.EndpointHealth.StatsRefreshedAt,
 		&i.EndpointHealth.UpdatedAt,
 		&i.EndpointHealth.OkCount,
+		&i.EndpointHealth.FailedDeliveries,
+		&i.EndpointHealth.FirstFailedAt,
+		&i.EndpointHealth.BudgetWarned,
 		&i.PartnerName,
 	)
 	return i, err
@@ -408,7 +440,7 @@ func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeader
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -455,6 +487,10 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.UpdatedAt,
 			&i.Endpoint.SecretVersion,
 			&i.Endpoint.Filter,
+			&i.Endpoint.DisableAfterFailures,
+			&i.Endpoint.DisableAfterHours,
+			&i.Endpoint.DisabledAt,
+			&i.Endpoint.DisabledCause,
 			&i.Endpoint.MacroStyle,
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
@@ -482,6 +518,9 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.EndpointHealth.StatsRefreshedAt,
 			&i.EndpointHealth.UpdatedAt,
 			&i.EndpointHealth.OkCount,
+			&i.EndpointHealth.FailedDeliveries,
+			&i.EndpointHealth.FirstFailedAt,
+			&i.EndpointHealth.BudgetWarned,
 			&i.PartnerName,
 		); err != nil {
 			return nil, err
@@ -528,9 +567,70 @@ func (q *Queries) EndpointOptions(ctx context.Context) ([]EndpointOptionsRow, er
 	return items, nil
 }
 
+const endpointSetFailureBudget = `-- name: EndpointSetFailureBudget :one
+UPDATE endpoints
+SET disable_after_failures = $1,
+    disable_after_hours = $2,
+    disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
+    disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN $3 ELSE disabled_cause END
+WHERE id = $4
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
+`
+
+type EndpointSetFailureBudgetParams struct {
+	DisableAfterFailures int32
+	DisableAfterHours    int32
+	Cause                string
+	ID                   int64
+}
+
+// Writes an endpoint's failure budget (create and edit, after the main
+// write), and when the enabled flag just changed, since when and why it is
+// disabled (@cause ” when enabled).
+func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetFailureBudgetParams) (Endpoint, error) {
+	row := q.db.QueryRow(ctx, endpointSetFailureBudget,
+		arg.DisableAfterFailures,
+		arg.DisableAfterHours,
+		arg.Cause,
+		arg.ID,
+	)
+	var i Endpoint
+	err := row.Scan(
+		&i.ID,
+		&i.PartnerID,
+		&i.Name,
+		&i.Kind,
+		&i.URL,
+		&i.Method,
+		&i.EventTypes,
+		&i.Headers,
+		&i.MaxAttempts,
+		&i.TimeoutMs,
+		&i.RatePerSec,
+		&i.Burst,
+		&i.MaxInFlight,
+		&i.FailureThreshold,
+		&i.SuccessBodyContains,
+		&i.Enabled,
+		&i.DisabledReason,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretVersion,
+		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
+		&i.MacroStyle,
+		&i.SignatureParam,
+		&i.Preset,
+	)
+	return i, err
+}
+
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
 `
 
 type EndpointSetHeadersParams struct {
@@ -566,6 +666,10 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
@@ -586,7 +690,7 @@ UPDATE endpoints SET
     preset = coalesce($16::text, preset),
     enabled = $17, disabled_reason = $18, updated_at = now()
 WHERE id = $19
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
 `
 
 type EndpointUpdateParams struct {
@@ -658,6 +762,10 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.UpdatedAt,
 		&i.SecretVersion,
 		&i.Filter,
+		&i.DisableAfterFailures,
+		&i.DisableAfterHours,
+		&i.DisabledAt,
+		&i.DisabledCause,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,

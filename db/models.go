@@ -68,30 +68,34 @@ type DeliveryAttempt struct {
 }
 
 type Endpoint struct {
-	ID                  int64
-	PartnerID           int64
-	Name                string
-	Kind                string
-	URL                 string
-	Method              string
-	EventTypes          []string
-	Headers             json.RawMessage
-	MaxAttempts         int32
-	TimeoutMs           int32
-	RatePerSec          *float64
-	Burst               *int32
-	MaxInFlight         int32
-	FailureThreshold    int32
-	SuccessBodyContains string
-	Enabled             bool
-	DisabledReason      string
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
-	SecretVersion       int64
-	Filter              []byte
-	MacroStyle          string
-	SignatureParam      string
-	Preset              string
+	ID                   int64
+	PartnerID            int64
+	Name                 string
+	Kind                 string
+	URL                  string
+	Method               string
+	EventTypes           []string
+	Headers              json.RawMessage
+	MaxAttempts          int32
+	TimeoutMs            int32
+	RatePerSec           *float64
+	Burst                *int32
+	MaxInFlight          int32
+	FailureThreshold     int32
+	SuccessBodyContains  string
+	Enabled              bool
+	DisabledReason       string
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	SecretVersion        int64
+	Filter               []byte
+	DisableAfterFailures int32
+	DisableAfterHours    int32
+	DisabledAt           *time.Time
+	DisabledCause        string
+	MacroStyle           string
+	SignatureParam       string
+	Preset               string
 }
 
 type EndpointHealth struct {
@@ -119,6 +123,9 @@ type EndpointHealth struct {
 	StatsRefreshedAt    *time.Time
 	UpdatedAt           time.Time
 	OkCount             int64
+	FailedDeliveries    int32
+	FirstFailedAt       *time.Time
+	BudgetWarned        int32
 }
 
 type EndpointSecret struct {
@@ -160,6 +167,29 @@ type LatencyPending struct {
 	Minutes     []time.Time
 	Histograms  [][]byte
 	CreatedAt   time.Time
+}
+
+type Notification struct {
+	ID         int64
+	Kind       string
+	EndpointID *int64
+	Subject    string
+	Figures    json.RawMessage
+	ChannelID  *int64
+	State      string
+	Repeats    int32
+	CreatedAt  time.Time
+	SentAt     *time.Time
+}
+
+type NotificationChannel struct {
+	ID         int64
+	Name       string
+	Style      string
+	EndpointID int64
+	Kinds      []string
+	CreatedBy  string
+	CreatedAt  time.Time
 }
 
 type Partner struct {

@@ -517,8 +517,41 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 	return items, nil
 }
 
+const endpointHealthBudgetWrite = `-- name: EndpointHealthBudgetWrite :exec
+UPDATE endpoint_health h
+SET failed_deliveries = u.failed_deliveries,
+    first_failed_at   = NULLIF(u.first_failed_at, '0001-01-01 00:00:00+00'),
+    budget_warned     = u.budget_warned
+FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
+             unnest($2::int[]) AS failed_deliveries,
+             unnest($3::timestamptz[]) AS first_failed_at,
+             unnest($4::int[]) AS budget_warned) u
+WHERE h.endpoint_id = u.endpoint_id
+`
+
+type EndpointHealthBudgetWriteParams struct {
+	EndpointIds      []int64
+	FailedDeliveries []int32
+	FirstFailedAts   []time.Time
+	BudgetWarned     []int32
+}
+
+// Writes the failure-budget streaks computed by worker/budget for the
+// endpoints of a completion batch whose streak changed (a delivery died,
+// or a success ended a streak), under the locks EndpointHealthLock took.
+// The zero time stands for NULL.
+func (q *Queries) EndpointHealthBudgetWrite(ctx context.Context, arg EndpointHealthBudgetWriteParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthBudgetWrite,
+		arg.EndpointIds,
+		arg.FailedDeliveries,
+		arg.FirstFailedAts,
+		arg.BudgetWarned,
+	)
+	return err
+}
+
 const endpointHealthLock = `-- name: EndpointHealthLock :many
-SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, e.failure_threshold
+SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
 FROM endpoint_health h
 JOIN endpoints e ON e.id = h.endpoint_id
 WHERE h.endpoint_id = ANY($1::bigint[])
@@ -527,35 +560,42 @@ FOR UPDATE OF h
 `
 
 type EndpointHealthLockRow struct {
-	EndpointID          int64
-	State               string
-	ConsecutiveFailures int32
-	OpenedAt            *time.Time
-	CooldownSeconds     int32
-	Paused              bool
-	PausedUntil         *time.Time
-	ProbeDeliveryID     *int64
-	LastSuccessAt       *time.Time
-	LastFailureAt       *time.Time
-	P50Ms               *float64
-	P95Ms               *float64
-	P99Ms               *float64
-	SampleCount         int64
-	RecentP95Ms         *float64
-	RecentSampleCount   int64
-	SparkStart          *time.Time
-	SparkP50            []float32
-	SparkP95            []float32
-	SparkP99            []float32
-	SparkCount          []int32
-	StatsRefreshedAt    *time.Time
-	UpdatedAt           time.Time
-	OkCount             int64
-	FailureThreshold    int32
+	EndpointID           int64
+	State                string
+	ConsecutiveFailures  int32
+	OpenedAt             *time.Time
+	CooldownSeconds      int32
+	Paused               bool
+	PausedUntil          *time.Time
+	ProbeDeliveryID      *int64
+	LastSuccessAt        *time.Time
+	LastFailureAt        *time.Time
+	P50Ms                *float64
+	P95Ms                *float64
+	P99Ms                *float64
+	SampleCount          int64
+	RecentP95Ms          *float64
+	RecentSampleCount    int64
+	SparkStart           *time.Time
+	SparkP50             []float32
+	SparkP95             []float32
+	SparkP99             []float32
+	SparkCount           []int32
+	StatsRefreshedAt     *time.Time
+	UpdatedAt            time.Time
+	OkCount              int64
+	FailedDeliveries     int32
+	FirstFailedAt        *time.Time
+	BudgetWarned         int32
+	FailureThreshold     int32
+	DisableAfterFailures int32
+	DisableAfterHours    int32
+	Enabled              bool
 }
 
 // Locks the health rows of the endpoints in a completion batch, in id order
-// (every writer locks in that order, so replicas cannot deadlock).
+// (every writer locks in that order, so replicas cannot deadlock). With
+// the endpoint's failure budget: the streak is kept on the same row.
 func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) ([]EndpointHealthLockRow, error) {
 	rows, err := q.db.Query(ctx, endpointHealthLock, endpointIds)
 	if err != nil {
@@ -590,7 +630,13 @@ func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) (
 			&i.StatsRefreshedAt,
 			&i.UpdatedAt,
 			&i.OkCount,
+			&i.FailedDeliveries,
+			&i.FirstFailedAt,
+			&i.BudgetWarned,
 			&i.FailureThreshold,
+			&i.DisableAfterFailures,
+			&i.DisableAfterHours,
+			&i.Enabled,
 		); err != nil {
 			return nil, err
 		}

@@ -6,19 +6,20 @@ WHERE d.event_id = @event_id
 ORDER BY d.id;
 
 -- name: DeliveryFanOutBatch :batchmany
--- Queues one pending delivery per enabled endpoint of an active partner that
+-- Queues one pending delivery per endpoint of an active partner that
 -- subscribes to the event's type (all types when event_types is empty;
 -- "prefix.*" matches by prefix), restricted to one partner when given. The
 -- unique (event_id, endpoint_id) makes a repeated fan-out harmless. Batched:
 -- one round trip for a whole ingest request. Endpoints whose payload filter
 -- the event does not pass (evaluated in Go, see EndpointFilters) are listed
--- in excluded_endpoint_ids and get no delivery.
+-- in excluded_endpoint_ids and get no delivery. Disabled endpoints get
+-- theirs too: the claim skips them, so they wait, pending, until the
+-- endpoint is enabled again (never dropped, never dead).
 INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
 SELECT @event_id::uuid, e.id, e.max_attempts
 FROM endpoints e
 JOIN partners p ON p.id = e.partner_id
-WHERE e.enabled
-  AND p.archived_at IS NULL
+WHERE p.archived_at IS NULL
   AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id'))
   AND NOT (e.id = ANY (coalesce(sqlc.narg('excluded_endpoint_ids')::bigint[], '{}')))
   AND (cardinality(e.event_types) = 0

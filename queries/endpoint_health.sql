@@ -21,3 +21,10 @@ SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 ORDER BY e.id;
+
+-- name: EndpointHealthBudgetReset :exec
+-- Starts an endpoint's failure budget afresh (it was enabled again by an
+-- operator), so the next failure does not disable it at once.
+UPDATE endpoint_health
+SET failed_deliveries = 0, first_failed_at = NULL, budget_warned = 0, updated_at = now()
+WHERE endpoint_id = @endpoint_id;

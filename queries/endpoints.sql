@@ -54,12 +54,26 @@ UPDATE endpoints SET
 WHERE id = @id
 RETURNING *;
 
--- name: EndpointDisable :exec
--- Disables an endpoint with a reason (a 410 Gone from the partner). Its due
--- deliveries stop being claimed; nothing is deleted.
+-- name: EndpointDisable :execrows
+-- Disables an endpoint with a reason and its cause (a 410 Gone from the
+-- partner, or its failure budget spent). Its deliveries stop being claimed
+-- and new ones keep being queued for it; nothing is deleted or dead.
 UPDATE endpoints
-SET enabled = false, disabled_reason = @reason, updated_at = now()
+SET enabled = false, disabled_reason = @reason, disabled_cause = @cause,
+    disabled_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = now()
 WHERE id = @id AND enabled;
+
+-- name: EndpointSetFailureBudget :one
+-- Writes an endpoint's failure budget (create and edit, after the main
+-- write), and when the enabled flag just changed, since when and why it is
+-- disabled (@cause '' when enabled).
+UPDATE endpoints
+SET disable_after_failures = @disable_after_failures,
+    disable_after_hours = @disable_after_hours,
+    disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
+    disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN @cause ELSE disabled_cause END
+WHERE id = @id
+RETURNING *;
 
 -- name: EndpointListWithHealth :many
 -- Endpoint configuration joined with breaker state and cached latency, for
@@ -79,13 +93,14 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.id = @id;
 
 -- name: EndpointFilters :many
--- The payload filters of endpoints that can receive deliveries, read by
+-- The payload filters of endpoints that can receive deliveries (disabled
+-- ones too: their deliveries wait for them), read by
 -- fan-out in the ingest transaction (so a filter saved before an event's
 -- transaction applies to it). Compiled filters are cached by their text.
 SELECT e.id, e.filter
 FROM endpoints e
 JOIN partners p ON p.id = e.partner_id
-WHERE e.filter IS NOT NULL AND e.enabled AND p.archived_at IS NULL
+WHERE e.filter IS NOT NULL AND p.archived_at IS NULL
 ORDER BY e.id;
 
 -- name: EndpointFilterPreviewEvents :many

@@ -226,8 +226,9 @@ RETURNING d.id, d.endpoint_id, d.attempt_count;
 
 -- name: EndpointHealthLock :many
 -- Locks the health rows of the endpoints in a completion batch, in id order
--- (every writer locks in that order, so replicas cannot deadlock).
-SELECT h.*, e.failure_threshold
+-- (every writer locks in that order, so replicas cannot deadlock). With
+-- the endpoint's failure budget: the streak is kept on the same row.
+SELECT h.*, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
 FROM endpoint_health h
 JOIN endpoints e ON e.id = h.endpoint_id
 WHERE h.endpoint_id = ANY(@endpoint_ids::bigint[])
@@ -257,6 +258,21 @@ FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@paused_untils::timestamptz[]) AS paused_until,
              unnest(@last_success_ats::timestamptz[]) AS last_success_at,
              unnest(@last_failure_ats::timestamptz[]) AS last_failure_at) u
+WHERE h.endpoint_id = u.endpoint_id;
+
+-- name: EndpointHealthBudgetWrite :exec
+-- Writes the failure-budget streaks computed by worker/budget for the
+-- endpoints of a completion batch whose streak changed (a delivery died,
+-- or a success ended a streak), under the locks EndpointHealthLock took.
+-- The zero time stands for NULL.
+UPDATE endpoint_health h
+SET failed_deliveries = u.failed_deliveries,
+    first_failed_at   = NULLIF(u.first_failed_at, '0001-01-01 00:00:00+00'),
+    budget_warned     = u.budget_warned
+FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
+             unnest(@failed_deliveries::int[]) AS failed_deliveries,
+             unnest(@first_failed_ats::timestamptz[]) AS first_failed_at,
+             unnest(@budget_warned::int[]) AS budget_warned) u
 WHERE h.endpoint_id = u.endpoint_id;
 
 -- name: EndpointSecretsForSigning :many

@@ -40,13 +40,14 @@ type endpointJSON struct {
 	Filter json.RawMessage `json:"filter"`
 	// Postbacks: macro style, signature parameter ("" = unsigned) and the
 	// preset the endpoint was made from ("" = none).
-	MacroStyle     string      `json:"macro_style"`
-	SignatureParam string      `json:"signature_param"`
-	Preset         string      `json:"preset"`
-	DisabledReason string      `json:"disabled_reason"`
-	CreatedAt      time.Time   `json:"created_at"`
-	UpdatedAt      time.Time   `json:"updated_at"`
-	Health         *healthJSON `json:"health,omitempty"`
+	MacroStyle     string `json:"macro_style"`
+	SignatureParam string `json:"signature_param"`
+	Preset         string `json:"preset"`
+	DisabledReason string `json:"disabled_reason"`
+	failureBudgetFields
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Health    *healthJSON `json:"health,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
 }
@@ -92,7 +93,7 @@ func endpointView(e db.Endpoint) endpointJSON {
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 		Filter: filterJSON(e.Filter), MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam,
-		Preset: e.Preset,
+		Preset: e.Preset, failureBudgetFields: budgetFields(e),
 	}
 }
 
@@ -112,6 +113,7 @@ func endpointFullView(e db.Endpoint, partnerName string, h db.EndpointHealth, un
 	v := endpointView(e)
 	v.PartnerName = partnerName
 	v.Health = healthView(h)
+	v.FailureBudget = budgetProgress(e, h, time.Now())
 	if !unsent.Last.IsZero() && (v.Health.LastFailureAt == nil || unsent.Last.After(*v.Health.LastFailureAt)) {
 		last := unsent.Last
 		v.Health.LastFailureAt = &last
@@ -199,6 +201,9 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			return conflict("name", "this partner already has an endpoint with this name")
 		}
 		if err != nil {
+			return err
+		}
+		if e, err = s.saveFailureBudget(ctx, q, nil, e, cfg); err != nil {
 			return err
 		}
 		if len(cfg.Headers) > 0 {
@@ -412,6 +417,9 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	if e, err = s.saveFailureBudget(ctx, q, &cur, e, cfg); err != nil {
+		return db.Endpoint{}, err
+	}
 	return e, audit(ctx, q, actor, "endpoint.update", "endpoint", e.ID,
 		map[string]any{"changed": changedFields(cur, e, headersChanged)})
 }
@@ -442,6 +450,8 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("macro_style", a.MacroStyle != b.MacroStyle)
 	add("signature_param", a.SignatureParam != b.SignatureParam)
 	add("preset", a.Preset != b.Preset)
+	add("disable_after_failures", a.DisableAfterFailures != b.DisableAfterFailures)
+	add("disable_after_hours", a.DisableAfterHours != b.DisableAfterHours)
 	if out == nil {
 		out = []string{}
 	}

@@ -107,7 +107,7 @@ func TestAPIEventIngest(t *testing.T) {
 		mustError(t, env.do(http.MethodGet, "/api/v1/events/0190c8e2-0000-7000-8000-000000000000", nil), http.StatusNotFound, "")
 		mustError(t, env.do(http.MethodGet, "/api/v1/events/not-a-uuid", nil), http.StatusNotFound, "")
 	})
-	t.Run("disabled endpoints get no deliveries", func(t *testing.T) {
+	t.Run("disabled endpoints get deliveries held pending", func(t *testing.T) {
 		rows, _ := env.pool.Query(context.Background(), "SELECT id FROM endpoints WHERE kind = 'webhook'")
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil || len(ids) != 2 {
@@ -117,8 +117,14 @@ func TestAPIEventIngest(t *testing.T) {
 			mustStatus(t, env.do(http.MethodPatch, fmt.Sprintf("/api/v1/endpoints/%d", id), map[string]any{"enabled": false}), http.StatusOK)
 		}
 		rec := env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "order.created", "payload": map[string]any{}})
-		if b := decodeBody[acceptedBody](t, rec); len(b.Deliveries) != 0 {
-			t.Fatalf("deliveries to a disabled endpoint: %+v", b.Deliveries)
+		b := decodeBody[acceptedBody](t, rec)
+		if len(b.Deliveries) != 2 {
+			t.Fatalf("deliveries to disabled endpoints: %+v, want 2 held", b.Deliveries)
+		}
+		for _, d := range b.Deliveries {
+			if d.Status != "pending" {
+				t.Fatalf("held delivery %+v is not pending", d)
+			}
 		}
 	})
 	_ = pid

@@ -223,6 +223,9 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, PausedUntil: h.PausedUntil,
 		Queue: depth.Queued, Dead: depth.Dead, Now: now, CanOperate: canOperate,
 	}
+	if canOperate && !e.Enabled {
+		v.Breaker.Budget.EnableURL, v.Breaker.Budget.EnableTarget = fmt.Sprintf("/endpoints/%d/enable", e.ID), components.Target(endpoint.HealthID)
+	}
 	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
 		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
 	v.Latency = latencyFlag(h)

@@ -72,6 +72,7 @@ func (s *Server) blankForm(c echo.Context, p db.Partner, kind string) endpointfo
 		PartnerID: p.ID, PartnerName: p.Name, Kind: kind, Presets: presetViews(), CSRF: principalOf(c).CSRF,
 		MaxAttempts: strconv.Itoa(defaultMaxAttempts), TimeoutMs: strconv.Itoa(defaultTimeoutMs),
 		MaxInFlight: strconv.Itoa(defaultMaxInFlight), FailureThreshold: strconv.Itoa(defaultFailureThreshold),
+		DisableAfterFailures: strconv.Itoa(defaultDisableAfterFailures), DisableAfterHours: strconv.Itoa(defaultDisableAfterHours),
 		Enabled: true, Errors: map[string]string{}, FilterRows: withBlankRows(nil),
 	}
 	if kind == "postback" {
@@ -101,6 +102,7 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	f.EventTypes, f.Headers, f.SuccessBodyContains = c.FormValue("event_types"), c.FormValue("headers"), c.FormValue("success_body_contains")
 	f.MaxAttempts, f.TimeoutMs, f.RatePerSec, f.Burst = c.FormValue("max_attempts"), c.FormValue("timeout_ms"), c.FormValue("rate_per_sec"), c.FormValue("burst")
 	f.MaxInFlight, f.FailureThreshold = c.FormValue("max_in_flight"), c.FormValue("failure_threshold")
+	f.DisableAfterFailures, f.DisableAfterHours = c.FormValue("disable_after_failures"), c.FormValue("disable_after_hours")
 	f.Preset = c.FormValue("preset")
 	f.MacroStyle, f.SignatureParam = c.FormValue("macro_style"), strings.TrimSpace(c.FormValue("signature_param"))
 	if f.Kind == "webhook" {
@@ -137,6 +139,8 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	in.Burst = intField("burst", f.Burst)
 	in.MaxInFlight = intField("max_in_flight", f.MaxInFlight)
 	in.FailureThreshold = intField("failure_threshold", f.FailureThreshold)
+	in.DisableAfterFailures = intField("disable_after_failures", f.DisableAfterFailures)
+	in.DisableAfterHours = intField("disable_after_hours", f.DisableAfterHours)
 	if raw := strings.TrimSpace(f.RatePerSec); raw != "" {
 		r, err := strconv.ParseFloat(raw, 64)
 		if err != nil {
@@ -293,6 +297,7 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		SuccessBodyContains: e.SuccessBodyContains, MaxAttempts: strconv.Itoa(int(e.MaxAttempts)),
 		TimeoutMs: strconv.Itoa(int(e.TimeoutMs)), MaxInFlight: strconv.Itoa(int(e.MaxInFlight)),
 		FailureThreshold: strconv.Itoa(int(e.FailureThreshold)), Enabled: e.Enabled,
+		DisableAfterFailures: strconv.Itoa(int(e.DisableAfterFailures)), DisableAfterHours: strconv.Itoa(int(e.DisableAfterHours)),
 		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{},
 		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews()}
 	if e.RatePerSec != nil {

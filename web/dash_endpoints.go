@@ -219,6 +219,7 @@ func peak(v []float64) float64 {
 func breakerData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.BreakerData {
 	b := components.BreakerData{State: h.State, Paused: h.Paused, Enabled: e.Enabled, DisabledReason: e.DisabledReason, Now: now}
 	b.NextProbe = nextProbeAt(h)
+	b.Budget = budgetData(e, h, now)
 	return b
 }
 

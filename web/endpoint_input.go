@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/budget"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/postback"
 	"github.com/hookline/hookline/worker/request"
@@ -27,7 +28,11 @@ const (
 	defaultTimeoutMs        = 15000
 	defaultMaxInFlight      = 8
 	defaultFailureThreshold = 10
-	maxHeaders              = 32
+	// The failure budget (auto-disable): 10 failed deliveries in a row
+	// spanning at least 72 h.
+	defaultDisableAfterFailures = 10
+	defaultDisableAfterHours    = 72
+	maxHeaders                  = 32
 
 	// Ranges of the numeric settings (documented in the README's API
 	// section and in openapi.json; the database checks the same bounds,
@@ -77,6 +82,10 @@ type endpointInput struct {
 	MacroStyle     string `json:"macro_style"`
 	SignatureParam string `json:"signature_param"`
 	Preset         string `json:"preset"`
+	// The failure budget: disabled after this many consecutive failed
+	// deliveries spanning at least this many hours (0 failures: never).
+	DisableAfterFailures *int `json:"disable_after_failures"`
+	DisableAfterHours    *int `json:"disable_after_hours"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -100,6 +109,9 @@ type endpointConfig struct {
 	MacroStyle          postback.Style
 	SignatureParam      string
 	Preset              string
+	// DisableAfterFailures and DisableAfterHours are the failure budget.
+	DisableAfterFailures int32
+	DisableAfterHours    int32
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -131,6 +143,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 	ptr := func(v int32) *int { n := int(v); return &n }
 	in.MaxAttempts, in.TimeoutMs = ptr(e.MaxAttempts), ptr(e.TimeoutMs)
 	in.MaxInFlight, in.FailureThreshold = ptr(e.MaxInFlight), ptr(e.FailureThreshold)
+	in.DisableAfterFailures, in.DisableAfterHours = ptr(e.DisableAfterFailures), ptr(e.DisableAfterHours)
 	if e.Burst != nil {
 		in.Burst = ptr(*e.Burst)
 	}
@@ -268,6 +281,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 	c.TimeoutMs = intField("timeout_ms", in.TimeoutMs, defaultTimeoutMs, minTimeoutMs, maxTimeoutMs)
 	c.MaxInFlight = intField("max_in_flight", in.MaxInFlight, defaultMaxInFlight, 1, maxMaxInFlight)
 	c.FailureThreshold = intField("failure_threshold", in.FailureThreshold, defaultFailureThreshold, 1, maxFailureThreshold)
+	c.DisableAfterFailures = intField("disable_after_failures", in.DisableAfterFailures, defaultDisableAfterFailures, 0, budget.MaxFailures)
+	c.DisableAfterHours = intField("disable_after_hours", in.DisableAfterHours, defaultDisableAfterHours, 0, budget.MaxHours)
 
 	switch {
 	case in.RatePerSec == nil:

@@ -51,6 +51,11 @@ func (s *Server) routes() {
 	api.POST("/dead-letters/replay", s.apiReplay)
 	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate)
 	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke)
+	// Operator notification channels.
+	api.POST("/notification-channels", s.apiChannelCreate)
+	api.GET("/notification-channels", s.apiChannelList)
+	api.DELETE("/notification-channels/:id", s.apiChannelDelete)
+	api.POST("/notification-channels/:id/test", s.apiChannelTest)
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {
@@ -110,6 +115,7 @@ func (s *Server) routes() {
 	d.POST("/endpoints/:id/pause", s.endpointBreaker(actionPause), operator)
 	d.POST("/endpoints/:id/resume", s.endpointBreaker(actionResume), operator)
 	d.POST("/endpoints/:id/force-close", s.endpointBreaker(actionForceClose), operator)
+	d.POST("/endpoints/:id/enable", s.endpointEnable, operator)
 	d.POST("/endpoints/:id/test", s.endpointTestFire, operator)
 	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
 
@@ -164,4 +170,8 @@ func (s *Server) routes() {
 	d.POST("/settings/users", s.userAdd, admin)
 	d.POST("/settings/users/:id/role", s.userSetRole, admin)
 	d.POST("/settings/users/:id/disable", s.userSetDisabled, admin)
+	d.GET("/settings/notifications", s.notificationsPage, admin)
+	d.POST("/settings/notifications", s.notificationChannelAdd, admin)
+	d.POST("/settings/notifications/:id/delete", s.notificationChannelDelete, admin)
+	d.POST("/settings/notifications/:id/test", s.notificationChannelTest, admin)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/notify"
 	"github.com/hookline/hookline/worker/sender"
 )
 
@@ -176,6 +177,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			ResponseExcerpt: nonEmpty(r.Excerpt),
 		})
 		status, next := w.nextState(o, attemptNo, now)
+		o.dead = status == "dead"
 		done.Ids = append(done.Ids, d.ID)
 		done.AttemptCounts = append(done.AttemptCounts, d.AttemptCount)
 		done.Statuses = append(done.Statuses, status)
@@ -191,7 +193,9 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	}
 
 	var applied map[int64]bool
+	var notes notices
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		notes = notices{}
 		q := w.q.WithTx(tx)
 		if len(done.Ids) > 0 {
 			ids, err := q.DeliveryComplete(ctx, done)
@@ -229,18 +233,25 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 				return fmt.Errorf("release deliveries: %w", err)
 			}
 		}
-		if err := w.applyBreaker(ctx, q, batch, applied); err != nil {
+		if err := w.applyBreaker(ctx, q, batch, applied, &notes); err != nil {
 			return err
 		}
 		for id, reason := range gone {
-			if err := q.EndpointDisable(ctx, db.EndpointDisableParams{ID: id, Reason: reason}); err != nil {
+			n, err := q.EndpointDisable(ctx, db.EndpointDisableParams{ID: id, Reason: reason, Cause: "gone", Now: w.dbNow()})
+			if err != nil {
 				return fmt.Errorf("disable endpoint: %w", err)
 			}
+			if n > 0 {
+				notes.add(notify.EndpointDisabled, id, "gone", map[string]any{"reason": reason})
+			}
 		}
-		return nil
+		return notes.insert(ctx, q, w.dbNow())
 	})
 	if err != nil {
 		return err
+	}
+	if len(notes.kinds) > 0 {
+		signal(w.outbox)
 	}
 	// Metrics and rate-limit pauses only after commit and only for what
 	// this commit recorded, so neither a retried batch nor a stale result
@@ -294,7 +305,7 @@ func countsForBreaker(o *outcome) bool {
 // applyBreaker folds a batch's outcomes into each endpoint's breaker, under
 // the health rows' locks (taken in endpoint order). Results whose delivery
 // update was fenced off (stale) do not count.
-func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool) error {
+func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool, notes *notices) error {
 	var ids []int64
 	for i := range batch {
 		o := &batch[i]
@@ -331,6 +342,10 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcom
 			continue
 		}
 		s.apply(w.breaker, o)
+		s.applyBudget(o)
+	}
+	if err := writeBudgets(ctx, q, states, w.dbNow(), notes); err != nil {
+		return err
 	}
 	return writeHealth(ctx, q, states, w.dbNow())
 }
@@ -343,6 +358,7 @@ type healthState struct {
 	pausedUntil *time.Time
 	// loaded is the row as read: unchanged rows are not written back.
 	loaded healthRow
+	budgetState
 }
 
 // healthRow is what writeHealth stores for an endpoint.
@@ -400,6 +416,7 @@ func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 		s.probeID = *r.ProbeDeliveryID
 	}
 	s.loaded = s.row()
+	s.budgetState = newBudgetState(r)
 	s.threshold = p.ThresholdNow(int(r.FailureThreshold), msToDuration(r.RecentP95Ms), int(r.RecentSampleCount),
 		msToDuration(r.P95Ms), int(r.SampleCount))
 	return s

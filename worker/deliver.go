@@ -30,6 +30,7 @@ type outcome struct {
 	d        claimed
 	res      sender.Result
 	finished time.Time
+	dead     bool // the delivery is dead after this attempt (set by flush)
 }
 
 // sent reports whether the attempt touched the network, so its duration is

@@ -119,7 +119,8 @@ func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
 	ids := e.events(1, "order.created", `{}`)
 	e.run(e.worker(nil))
 	e.waitFor("dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1 })
-	if d := e.delivery(ids[0]); d.EndpointID != b || *d.LastErrorClass != "invalid_request" || !strings.Contains(*d.LastError, "HOOKLINE_SECRET_KEY") {
+	// a is disabled: its delivery of the event waits, pending.
+	if d := e.deliveryTo(ids[0], b); d.EndpointID != b || *d.LastErrorClass != "invalid_request" || !strings.Contains(*d.LastError, "HOOKLINE_SECRET_KEY") {
 		t.Fatalf("delivery %+v", d)
 	}
 	if n := rcv.count.Load(); n != 0 {

@@ -330,6 +330,23 @@ func (e *env) count(query string, args ...any) int {
 	return n
 }
 
+// deliveryTo is the delivery of an event to one endpoint.
+func (e *env) deliveryTo(eventID uuid.UUID, endpointID int64) db.Delivery {
+	e.t.Helper()
+	rows, err := e.q.DeliveryListByEvent(context.Background(), eventID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.EndpointID == endpointID {
+			return db.Delivery{ID: r.ID, EventID: r.EventID, EndpointID: r.EndpointID, Status: r.Status,
+				AttemptCount: r.AttemptCount, LastError: r.LastError, LastErrorClass: r.LastErrorClass}
+		}
+	}
+	e.t.Fatalf("no delivery of %s to endpoint %d", eventID, endpointID)
+	return db.Delivery{}
+}
+
 func (e *env) delivery(eventID uuid.UUID) db.Delivery {
 	e.t.Helper()
 	rows, err := e.q.DeliveryListByEvent(context.Background(), eventID)

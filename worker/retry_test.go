@@ -92,10 +92,16 @@ func TestPermanentFailures(t *testing.T) {
 	if ep.Enabled || !strings.Contains(ep.DisabledReason, "410") {
 		t.Fatalf("410 did not disable the endpoint: enabled=%v reason=%q", ep.Enabled, ep.DisabledReason)
 	}
-	// A disabled endpoint gets no new deliveries.
+	if ep.DisabledCause != "gone" || ep.DisabledAt == nil {
+		t.Fatalf("410 disable recorded as cause %q at %v", ep.DisabledCause, ep.DisabledAt)
+	}
+	// A disabled endpoint's new deliveries are held: queued, never claimed
+	// (the other two endpoints' deliveries of the same event are sent and
+	// die meanwhile), never dead.
 	e.events(1, "order.created", `{}`)
-	if n := e.count("SELECT count(*) FROM deliveries WHERE endpoint_id = $1", goneID); n != 1 {
-		t.Fatalf("disabled endpoint got %d deliveries", n)
+	e.waitFor("five dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 5 })
+	if n := e.count("SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' AND attempt_count = 0", goneID); n != 1 {
+		t.Fatalf("disabled endpoint: %d held deliveries, want 1", n)
 	}
 }
 

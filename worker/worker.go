@@ -75,6 +75,9 @@ type Config struct {
 	Sender *sender.Sender
 	// Metrics receives counters and gauges; nil disables them.
 	Metrics *Metrics
+	// PublicURL is the dashboard's base URL, linked from operator
+	// notifications (none when empty).
+	PublicURL string
 }
 
 // Retention says how long telemetry and finished work are kept.
@@ -131,6 +134,7 @@ type Worker struct {
 	queue    chan queued
 	freed    chan struct{} // a send finished (claim loop may claim again)
 	wake     chan struct{} // NOTIFY arrived
+	outbox   chan struct{} // a completion queued operator notifications
 	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 	replicas atomic.Int32
@@ -206,6 +210,7 @@ func New(cfg Config) (*Worker, error) {
 		metrics:  cfg.Metrics,
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
+		outbox:   make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
 		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
 		suspects: map[string]time.Time{},
@@ -281,6 +286,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
+	bg.Go(func() { w.notifyLoop(ctx) })
 
 	for range w.cfg.Concurrency {
 		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })

@@ -15,6 +15,9 @@ type BreakerData struct {
 	DisabledReason string
 	NextProbe      *time.Time // when an open breaker lets its probe through
 	Now            time.Time
+	// Budget is where the endpoint stands against its failure budget,
+	// shown beside the badge by BudgetProgress.
+	Budget BudgetData
 }
 
 // badgeView is what every badge renders: a tone, a short text, the value

@@ -36,6 +36,9 @@ type Form struct {
 	MaxAttempts, TimeoutMs, RatePerSec, Burst, MaxInFlight      string
 	FailureThreshold                                            string
 	Enabled                                                     bool
+	// The failure budget: auto-disable after this many failed deliveries
+	// spanning at least this many hours.
+	DisableAfterFailures, DisableAfterHours string
 
 	// Postbacks: the macro style ("braces" or "hash") and the query
 	// parameter that carries the URL's signature ("" = unsigned).
@@ -185,7 +188,8 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"macro_style", "signature_param", "preset", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold", "partner_id"}
+		"macro_style", "signature_param", "preset", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold",
+		"disable_after_failures", "disable_after_hours", "partner_id"}
 	var out []string
 	for _, k := range order {
 		if v, ok := m[k]; ok {
@@ -201,6 +205,7 @@ var labels = map[string]string{
 	"timeout_ms": "Timeout", "rate_per_sec": "Rate limit", "burst": "Burst", "max_in_flight": "In flight",
 	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
 	"macro_style": "Macro style", "signature_param": "Signature parameter", "preset": "Preset",
+	"disable_after_failures": "Disable after failures", "disable_after_hours": "Disable after hours",
 }
 
 func filterRowID(i int, part string) string { return "filter-" + part + "-" + strconv.Itoa(i) }

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/notify"
+	"github.com/hookline/hookline/worker/signing"
+)
+
+// notificationPartner owns the endpoints operator notifications are
+// delivered through (hookline's own engine: signed, retried, with a
+// breaker and an attempt log, visible like any partner's).
+const notificationPartner = "hookline notifications"
+
+// channelInput is a notification channel as the API and the settings form
+// accept it.
+type channelInput struct {
+	Name  string   `json:"name"`
+	Style string   `json:"style"` // webhook (signed JSON) or chat ({"text": ...})
+	URL   string   `json:"url"`
+	Kinds []string `json:"kinds"`
+}
+
+// channelJSON is a channel as the API answers it.
+type channelJSON struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	Style        string    `json:"style"`
+	URL          string    `json:"url"`
+	Kinds        []string  `json:"kinds"`
+	EndpointID   int64     `json:"endpoint_id"`
+	Enabled      bool      `json:"enabled"`
+	BreakerState string    `json:"breaker_state,omitempty"`
+	CreatedBy    string    `json:"created_by"`
+	CreatedAt    time.Time `json:"created_at"`
+	// Secret signs a webhook channel's requests (Standard Webhooks); it is
+	// only in the response that created the channel.
+	Secret string `json:"secret,omitempty"`
+}
+
+// validateChannel checks every field; the API reports the first problem,
+// the form shows them all.
+func (s *Server) validateChannel(in channelInput) (channelInput, []fieldError) {
+	var errs []fieldError
+	in.Name, in.Style, in.URL = strings.TrimSpace(in.Name), strings.TrimSpace(in.Style), strings.TrimSpace(in.URL)
+	switch {
+	case in.Name == "":
+		errs = append(errs, fieldError{"name", "is required"})
+	case utf8.RuneCountInString(in.Name) > 150:
+		errs = append(errs, fieldError{"name", "must be at most 150 characters"})
+	}
+	if in.Style != "webhook" && in.Style != "chat" {
+		errs = append(errs, fieldError{"style", `must be "webhook" (a signed JSON document) or "chat" (an incoming webhook taking {"text": ...})`})
+	}
+	if msg := checkWebhookURL(in.URL, s.guard); msg != "" {
+		errs = append(errs, fieldError{"url", msg})
+	}
+	kinds, err := notify.ParseKinds(in.Kinds)
+	if err != nil {
+		errs = append(errs, fieldError{"kinds", err.Error()})
+	}
+	in.Kinds = kinds
+	return in, errs
+}
+
+// createChannel stores a validated channel with the endpoint it is
+// delivered through and that endpoint's signing secret, audited. The
+// secret is returned once.
+func (s *Server) createChannel(ctx context.Context, in channelInput, actor string) (db.NotificationChannel, string, error) {
+	secret, err := signing.NewSecret(rand.Reader)
+	if err != nil {
+		return db.NotificationChannel{}, "", err
+	}
+	var ch db.NotificationChannel
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		partnerID, err := q.NotificationPartnerEnsure(ctx, notificationPartner)
+		if err != nil {
+			return err
+		}
+		endpointID, err := q.NotificationEndpointCreate(ctx, db.NotificationEndpointCreateParams{
+			PartnerID: partnerID, Name: "channel: " + in.Name, URL: in.URL})
+		if isUniqueViolation(err) {
+			return conflict("name", "a notification channel with this name exists")
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.EndpointHealthCreate(ctx, endpointID); err != nil {
+			return err
+		}
+		sealed, err := s.box.Seal(endpointID, []byte(secret))
+		if err != nil {
+			return err
+		}
+		if _, err := q.EndpointSecretCreate(ctx, db.EndpointSecretCreateParams{EndpointID: endpointID, Ciphertext: sealed}); err != nil {
+			return err
+		}
+		ch, err = q.NotificationChannelCreate(ctx, db.NotificationChannelCreateParams{
+			Name: in.Name, Style: in.Style, EndpointID: endpointID, Kinds: in.Kinds, CreatedBy: actor})
+		if isUniqueViolation(err) {
+			return conflict("name", "a notification channel with this name exists")
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "notification_channel.create", "notification_channel", ch.ID,
+			map[string]any{"name": ch.Name, "style": ch.Style, "kinds": ch.Kinds, "endpoint_id": endpointID})
+	})
+	if err != nil {
+		return db.NotificationChannel{}, "", err
+	}
+	if ch.Style != "webhook" {
+		secret = "" // a chat service verifies nothing; the secret stays stored, unused
+	}
+	return ch, secret, nil
+}
+
+// deleteChannel removes a channel; what was queued for it is dropped.
+func (s *Server) deleteChannel(ctx context.Context, id int64, actor string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.NotificationChannelDelete(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("notification channel")
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "notification_channel.delete", "notification_channel", row.ID,
+			map[string]any{"name": row.Name, "endpoint_id": row.EndpointID})
+	})
+}
+
+// testChannel queues a test notification for one channel; the worker
+// sends it within a second, through the channel's endpoint.
+func (s *Server) testChannel(ctx context.Context, id int64, actor string) (db.NotificationChannel, error) {
+	var ch db.NotificationChannel
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		ch, err = q.NotificationChannelGet(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("notification channel")
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.NotificationInsertTest(ctx, &ch.ID); err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "notification_channel.test", "notification_channel", ch.ID, map[string]any{"name": ch.Name})
+	})
+	return ch, err
+}
+
+func channelView(r db.NotificationChannelListRow) channelJSON {
+	return channelJSON{ID: r.ID, Name: r.Name, Style: r.Style, URL: r.URL, Kinds: r.Kinds, EndpointID: r.EndpointID,
+		Enabled: r.Enabled, BreakerState: r.BreakerState, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+}
+
+// apiChannelCreate: POST /api/v1/notification-channels → 201 with the
+// signing secret (webhook channels), shown once.
+func (s *Server) apiChannelCreate(c echo.Context) error {
+	var in channelInput
+	if err := s.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	in, errs := s.validateChannel(in)
+	if len(errs) > 0 {
+		return invalidField(errs[0].Field, errs[0].Message)
+	}
+	ch, secret, err := s.createChannel(c.Request().Context(), in, apiKeyOf(c).actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, channelJSON{ID: ch.ID, Name: ch.Name, Style: ch.Style, URL: in.URL, Kinds: ch.Kinds,
+		EndpointID: ch.EndpointID, Enabled: true, BreakerState: "closed", CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt, Secret: secret})
+}
+
+// apiChannelList: GET /api/v1/notification-channels
+func (s *Server) apiChannelList(c echo.Context) error {
+	rows, err := s.q.NotificationChannelList(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]channelJSON, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, channelView(r))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"channels": out})
+}
+
+// apiChannelDelete: DELETE /api/v1/notification-channels/:id → 204
+func (s *Server) apiChannelDelete(c echo.Context) error {
+	id, err := pathID(c, "notification channel")
+	if err != nil {
+		return err
+	}
+	if err := s.deleteChannel(c.Request().Context(), id, apiKeyOf(c).actor()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// apiChannelTest: POST /api/v1/notification-channels/:id/test → 202
+func (s *Server) apiChannelTest(c echo.Context) error {
+	id, err := pathID(c, "notification channel")
+	if err != nil {
+		return err
+	}
+	if _, err := s.testChannel(c.Request().Context(), id, apiKeyOf(c).actor()); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"queued": true})
+}

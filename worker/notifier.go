@@ -1,0 +1,202 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/notify"
+)
+
+// notifyEvery is the dispatcher's backstop period; a completion batch that
+// queued notifications wakes it at once.
+const notifyEvery = time.Second
+
+// notifyLoop turns the notification outbox into deliveries to the
+// channels' endpoints until ctx ends. It runs beside the claim loop and
+// never inside it: a completion only writes outbox rows in its own
+// transaction, so notifications cannot block or slow a delivery.
+func (w *Worker) notifyLoop(ctx context.Context) {
+	t := time.NewTicker(notifyEvery)
+	defer t.Stop()
+	held := map[notifyKey]time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.outbox:
+		}
+		if err := w.dispatchNotifications(ctx, held); err != nil && ctx.Err() == nil {
+			w.log.Warn("dispatch operator notifications", "err", err)
+		}
+	}
+}
+
+// notifyKey is what the rate limit counts by.
+type notifyKey struct {
+	kind, subject string
+	endpointID    int64
+}
+
+// dispatchNotifications decides every pending outbox row once: a row about
+// a channel's own endpoint is skipped (no loops), a test goes to its
+// channel, the rest go through notify.Limiter per endpoint, kind and
+// subject and, when sent, to every channel subscribed to the kind. One
+// replica dispatches at a time (a try-lock: the others skip their turn).
+// held remembers until when a key's rows wait (the rate limit's window), so
+// rows held back are not looked up again every second; nil remembers
+// nothing.
+func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]time.Time) error {
+	limiter := notify.Limiter{Window: notify.Window}
+	sent := 0
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := w.q.WithTx(tx)
+		locked, err := q.NotificationDispatchLock(ctx)
+		if err != nil || !locked {
+			return err
+		}
+		rows, err := q.NotificationPending(ctx, 500)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		channels, err := q.NotificationChannelList(ctx)
+		if err != nil {
+			return err
+		}
+		byID := make(map[int64]db.NotificationPendingRow, len(rows))
+		groups := map[notifyKey][]int64{}
+		var order []notifyKey
+		var skipped []int64
+		for _, r := range rows {
+			byID[r.ID] = r
+			switch {
+			case r.ChannelID != nil:
+				for _, c := range channels {
+					if c.ID == *r.ChannelID {
+						if err := w.enqueueNotification(ctx, q, c, r, 0); err != nil {
+							return err
+						}
+						sent++
+					}
+				}
+				if err := w.markNotifications(ctx, q, "sent", 0, r.ID); err != nil {
+					return err
+				}
+			case r.AboutChannel:
+				skipped = append(skipped, r.ID)
+			default:
+				k := notifyKey{kind: r.Kind, subject: r.Subject, endpointID: deref64(r.EndpointID)}
+				if _, ok := groups[k]; !ok {
+					order = append(order, k)
+				}
+				groups[k] = append(groups[k], r.ID)
+			}
+		}
+		if err := w.markNotifications(ctx, q, "skipped", 0, skipped...); err != nil {
+			return err
+		}
+		now := w.now()
+		for _, k := range order {
+			if until, ok := held[k]; ok && now.Before(until) {
+				continue
+			}
+			last, err := q.NotificationLastSent(ctx, db.NotificationLastSentParams{
+				Kind: k.kind, Subject: k.subject, EndpointID: nonZero64(k.endpointID)})
+			if err != nil {
+				return fmt.Errorf("last notification sent: %w", err)
+			}
+			d := limiter.Decide(groups[k], last, now)
+			if d.Send == 0 {
+				if held != nil {
+					held[k] = d.Wait
+				}
+				continue // held by the rate limit; summarised once the window has passed
+			}
+			delete(held, k)
+			r := byID[d.Send]
+			for _, c := range channels {
+				if slices.Contains(c.Kinds, r.Kind) {
+					if err := w.enqueueNotification(ctx, q, c, r, d.Repeats); err != nil {
+						return err
+					}
+					sent++
+				}
+			}
+			if err := w.markNotifications(ctx, q, "sent", d.Repeats, d.Send); err != nil {
+				return err
+			}
+			if err := w.markNotifications(ctx, q, "suppressed", 0, d.Suppress...); err != nil {
+				return err
+			}
+		}
+		if sent > 0 {
+			return q.EventNotify(ctx)
+		}
+		return nil
+	})
+	if err == nil && sent > 0 {
+		signal(w.wake)
+	}
+	return err
+}
+
+func (w *Worker) markNotifications(ctx context.Context, q *db.Queries, state string, repeats int, ids ...int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := q.NotificationMark(ctx, db.NotificationMarkParams{State: state, Repeats: int32(repeats), Now: w.dbNow(), Ids: ids}); err != nil {
+		return fmt.Errorf("mark notifications %s: %w", state, err)
+	}
+	return nil
+}
+
+// enqueueNotification queues one notification for one channel as an event
+// and a delivery of the channel's endpoint: hookline's own engine signs,
+// sends, retries and breaks it.
+func (w *Worker) enqueueNotification(ctx context.Context, q *db.Queries, c db.NotificationChannelListRow, r db.NotificationPendingRow, repeats int) error {
+	var figures map[string]any
+	if len(r.Figures) > 0 {
+		_ = json.Unmarshal(r.Figures, &figures) // written by this package; an odd row sends without figures
+	}
+	if len(figures) == 0 {
+		figures = nil
+	}
+	m := notify.Message{Kind: notify.Kind(r.Kind), Subject: r.Subject, EndpointID: deref64(r.EndpointID),
+		Endpoint: r.EndpointName, Partner: r.PartnerName, Figures: figures, Repeats: repeats,
+		OccurredAt: r.CreatedAt, DashboardURL: notify.Link(w.cfg.PublicURL, notify.Kind(r.Kind), deref64(r.EndpointID))}
+	body, err := json.Marshal(notify.Compose(c.Style, m))
+	if err != nil {
+		return err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	if err := q.NotificationEnqueue(ctx, db.NotificationEnqueueParams{
+		EndpointID: c.EndpointID, EventID: id, Type: "hookline/" + r.Kind, Payload: body,
+	}); err != nil {
+		return fmt.Errorf("queue notification for channel %d: %w", c.ID, err)
+	}
+	return nil
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func nonZero64(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
