@@ -41,11 +41,15 @@ LIMIT @row_limit::int;
 
 -- name: EventPageByDelivery :many
 -- EventPage restricted to events with at least one delivery matching all
--- of endpoint_id, partner_id (of its endpoint) and status that are given.
--- The EXISTS is a plain semi-join, so the planner can walk the log probing
--- each event's deliveries (deliveries_event_id_endpoint_id_key, or
--- deliveries_dead_event for dead ones) when matches are common, or start
--- from the deliveries of a rare status when they are not.
+-- of endpoint_id, partner_id (of its endpoint) and status that are given:
+-- a walk down the log probing each event's deliveries
+-- (deliveries_event_id_endpoint_id_key), fast when matches are common, as
+-- delivered ones are (the only filter the web sends here; endpoints,
+-- partners and the rarer statuses have EventPageByEndpoints and
+-- EventPageByStatus). The partner is a subquery, not a join, so without
+-- one the probe reads deliveries alone (a join to endpoints per probe made
+-- the first page of delivered events cost 100-270 ms at 10 million events;
+-- without it, 3 ms).
 SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
 FROM events ev
 WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
@@ -54,10 +58,11 @@ WHERE (sqlc.narg('before_created_at')::timestamptz IS NULL
   AND (sqlc.narg('until')::timestamptz IS NULL OR ev.created_at < sqlc.narg('until')::timestamptz)
   AND (sqlc.narg('type')::text IS NULL OR ev.type = sqlc.narg('type')::text
        OR (right(sqlc.narg('type')::text, 1) = '*' AND starts_with(ev.type, left(sqlc.narg('type')::text, -1))))
-  AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+  AND EXISTS (SELECT 1 FROM deliveries d
               WHERE d.event_id = ev.id
                 AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
-                AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+                AND (sqlc.narg('partner_id')::bigint IS NULL
+                     OR d.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.partner_id = sqlc.narg('partner_id')::bigint))
                 AND (sqlc.narg('status')::text IS NULL OR d.status = sqlc.narg('status')::text))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @row_limit::int;
