@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const retentionDeleteAttempts = `-- name: RetentionDeleteAttempts :execrows
@@ -30,11 +32,12 @@ func (q *Queries) RetentionDeleteAttempts(ctx context.Context, arg RetentionDele
 	return result.RowsAffected(), nil
 }
 
-const retentionDeleteDelivered = `-- name: RetentionDeleteDelivered :execrows
+const retentionDeleteDelivered = `-- name: RetentionDeleteDelivered :many
 DELETE FROM deliveries
 WHERE id IN (SELECT id FROM deliveries
              WHERE status = 'delivered' AND delivered_at < $1::timestamptz
              LIMIT $2::int)
+RETURNING event_id
 `
 
 type RetentionDeleteDeliveredParams struct {
@@ -43,31 +46,44 @@ type RetentionDeleteDeliveredParams struct {
 }
 
 // Delivered deliveries. Their attempts go by their own retention. Dead
-// letters are kept: they are the debugging dataset.
-func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) (int64, error) {
-	result, err := q.db.Exec(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
+// letters are kept: they are the debugging dataset. Returns the deleted
+// deliveries' events, for RetentionDeleteEventsOf.
+func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var event_id uuid.UUID
+		if err := rows.Scan(&event_id); err != nil {
+			return nil, err
+		}
+		items = append(items, event_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const retentionDeleteEvents = `-- name: RetentionDeleteEvents :execrows
-DELETE FROM events
-WHERE id IN (SELECT ev.id FROM events ev
-             WHERE ev.created_at < $1::timestamptz
-               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
-             LIMIT $2::int)
+const retentionDeleteEventsOf = `-- name: RetentionDeleteEventsOf :execrows
+DELETE FROM events ev
+WHERE ev.id = ANY($1::uuid[])
+  AND ev.created_at < $2::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
 `
 
-type RetentionDeleteEventsParams struct {
-	Before    time.Time
-	BatchSize int32
+type RetentionDeleteEventsOfParams struct {
+	Ids    []uuid.UUID
+	Before time.Time
 }
 
-// Events older than the cutoff with no delivery left.
-func (q *Queries) RetentionDeleteEvents(ctx context.Context, arg RetentionDeleteEventsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, retentionDeleteEvents, arg.Before, arg.BatchSize)
+// The events among ids older than the cutoff that have no delivery left:
+// an event goes with its last delivery, found without a scan.
+func (q *Queries) RetentionDeleteEventsOf(ctx context.Context, arg RetentionDeleteEventsOfParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeleteEventsOf, arg.Ids, arg.Before)
 	if err != nil {
 		return 0, err
 	}
@@ -129,4 +145,64 @@ func (q *Queries) RetentionDeletePortalSessions(ctx context.Context, arg Retenti
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const retentionSweepEvents = `-- name: RetentionSweepEvents :one
+WITH scan AS (
+    SELECT id, created_at FROM events
+    WHERE created_at < $3::timestamptz
+      AND (created_at, id) > ($1::timestamptz, $2::uuid)
+    ORDER BY created_at, id
+    LIMIT $4::int
+), gone AS (
+    DELETE FROM events ev
+    USING scan s
+    WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
+    RETURNING ev.id
+), last AS (
+    SELECT created_at, id FROM scan ORDER BY created_at DESC, id DESC LIMIT 1
+)
+SELECT (SELECT count(*) FROM gone)::bigint AS deleted,
+       (SELECT count(*) FROM scan)::bigint AS scanned,
+       coalesce((SELECT created_at FROM last), $1::timestamptz)::timestamptz AS last_created_at,
+       coalesce((SELECT id FROM last), $2::uuid)::uuid AS last_id
+`
+
+type RetentionSweepEventsParams struct {
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	Before         time.Time
+	BatchSize      int32
+}
+
+type RetentionSweepEventsRow struct {
+	Deleted       int64
+	Scanned       int64
+	LastCreatedAt time.Time
+	LastID        uuid.UUID
+}
+
+// The events older than the cutoff with no delivery (none subscribed, or
+// a filter took none), a batch at a time in log order after the cursor
+// (after_created_at, after_id): the caller moves the cursor to the last
+// event scanned, so events kept for their dead letters are passed over
+// once, not rescanned by every batch (at 10 million events, a sweep from
+// the start each batch fell from 80,000 to 45,000 events a pass as kept
+// ones piled up at its front). Returns how many were deleted and scanned,
+// and the new cursor (the last event scanned; the old one when none was).
+func (q *Queries) RetentionSweepEvents(ctx context.Context, arg RetentionSweepEventsParams) (RetentionSweepEventsRow, error) {
+	row := q.db.QueryRow(ctx, retentionSweepEvents,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.Before,
+		arg.BatchSize,
+	)
+	var i RetentionSweepEventsRow
+	err := row.Scan(
+		&i.Deleted,
+		&i.Scanned,
+		&i.LastCreatedAt,
+		&i.LastID,
+	)
+	return i, err
 }

@@ -11,21 +11,51 @@ WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
     WHERE resolution_seconds = ANY(@resolutions::int[]) AND bucket_start < @before::timestamptz
     LIMIT @batch_size::int);
 
--- name: RetentionDeleteDelivered :execrows
+-- name: RetentionDeleteDelivered :many
 -- Delivered deliveries. Their attempts go by their own retention. Dead
--- letters are kept: they are the debugging dataset.
+-- letters are kept: they are the debugging dataset. Returns the deleted
+-- deliveries' events, for RetentionDeleteEventsOf.
 DELETE FROM deliveries
 WHERE id IN (SELECT id FROM deliveries
              WHERE status = 'delivered' AND delivered_at < @before::timestamptz
-             LIMIT @batch_size::int);
+             LIMIT @batch_size::int)
+RETURNING event_id;
 
--- name: RetentionDeleteEvents :execrows
--- Events older than the cutoff with no delivery left.
-DELETE FROM events
-WHERE id IN (SELECT ev.id FROM events ev
-             WHERE ev.created_at < @before::timestamptz
-               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
-             LIMIT @batch_size::int);
+-- name: RetentionDeleteEventsOf :execrows
+-- The events among ids older than the cutoff that have no delivery left:
+-- an event goes with its last delivery, found without a scan.
+DELETE FROM events ev
+WHERE ev.id = ANY(@ids::uuid[])
+  AND ev.created_at < @before::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id);
+
+-- name: RetentionSweepEvents :one
+-- The events older than the cutoff with no delivery (none subscribed, or
+-- a filter took none), a batch at a time in log order after the cursor
+-- (after_created_at, after_id): the caller moves the cursor to the last
+-- event scanned, so events kept for their dead letters are passed over
+-- once, not rescanned by every batch (at 10 million events, a sweep from
+-- the start each batch fell from 80,000 to 45,000 events a pass as kept
+-- ones piled up at its front). Returns how many were deleted and scanned,
+-- and the new cursor (the last event scanned; the old one when none was).
+WITH scan AS (
+    SELECT id, created_at FROM events
+    WHERE created_at < @before::timestamptz
+      AND (created_at, id) > (@after_created_at::timestamptz, @after_id::uuid)
+    ORDER BY created_at, id
+    LIMIT @batch_size::int
+), gone AS (
+    DELETE FROM events ev
+    USING scan s
+    WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
+    RETURNING ev.id
+), last AS (
+    SELECT created_at, id FROM scan ORDER BY created_at DESC, id DESC LIMIT 1
+)
+SELECT (SELECT count(*) FROM gone)::bigint AS deleted,
+       (SELECT count(*) FROM scan)::bigint AS scanned,
+       coalesce((SELECT created_at FROM last), @after_created_at::timestamptz)::timestamptz AS last_created_at,
+       coalesce((SELECT id FROM last), @after_id::uuid)::uuid AS last_id;
 
 -- name: RetentionDeletePortalSessions :execrows
 -- Portal sessions past their limits (8 h idle, 7 days absolute; web), with

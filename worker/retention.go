@@ -1,9 +1,13 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/hookline/hookline/db"
 )
@@ -35,10 +39,21 @@ func (w *Worker) retain(ctx context.Context) error {
 			return w.q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resHour}, Before: now.Add(-r.HourlyHistograms), BatchSize: retentionBatch})
 		}},
 		{"delivered deliveries", func() (int64, error) {
-			return w.q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: retentionBatch})
+			// An event goes with its last delivery: looked up by id, so
+			// no scan passes over the events kept for dead letters.
+			events, err := w.q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: retentionBatch})
+			if err != nil || len(events) == 0 {
+				return 0, err
+			}
+			slices.SortFunc(events, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+			n, err := w.q.RetentionDeleteEventsOf(ctx, db.RetentionDeleteEventsOfParams{Ids: slices.Compact(events), Before: now.Add(-r.Delivered)})
+			if err == nil && n > 0 {
+				w.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", n)
+			}
+			return int64(len(events)), err
 		}},
-		{"events", func() (int64, error) {
-			return w.q.RetentionDeleteEvents(ctx, db.RetentionDeleteEventsParams{Before: now.Add(-r.Delivered), BatchSize: retentionBatch})
+		{"events without deliveries", func() (int64, error) {
+			return w.sweepEvents(ctx, now.Add(-r.Delivered))
 		}},
 	}
 	// Dashboard sessions expire after 8 h idle or 7 days (web); rows past
@@ -82,3 +97,36 @@ func (w *Worker) retain(ctx context.Context) error {
 
 // RetainNow runs one retention pass (tests).
 func (w *Worker) RetainNow(ctx context.Context) error { return w.retain(ctx) }
+
+// sweepResetEvery is how often the events sweep starts again from the
+// oldest event: events it passed over while they still had a delivery
+// (a dead letter replayed and delivered since, say) are deleted then.
+const sweepResetEvery = 24 * time.Hour
+
+// sweepEvents deletes one batch of events older than before that have no
+// delivery (none was made, or a filter took none), moving the sweep's
+// cursor past everything it scanned. It reports how many it scanned, so a
+// pass goes on while there is more to scan.
+func (w *Worker) sweepEvents(ctx context.Context, before time.Time) (int64, error) {
+	if time.Since(w.sweep.startedAt) > sweepResetEvery {
+		w.sweep = eventSweep{startedAt: time.Now()}
+	}
+	r, err := w.q.RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{
+		Before: before, AfterCreatedAt: w.sweep.createdAt, AfterID: w.sweep.id, BatchSize: retentionBatch})
+	if err != nil {
+		return 0, err
+	}
+	w.sweep.createdAt, w.sweep.id = r.LastCreatedAt, r.LastID
+	if r.Deleted > 0 {
+		w.log.Info("retention deleted rows", "what", "events without deliveries", "rows", r.Deleted)
+	}
+	return r.Scanned, nil
+}
+
+// eventSweep is where the events sweep has got to (the last event it
+// scanned), kept in memory: a restarted worker sweeps from the start once.
+type eventSweep struct {
+	startedAt time.Time
+	createdAt time.Time
+	id        uuid.UUID
+}

@@ -100,3 +100,53 @@ func TestRetentionDeletesExpiredPortalAccess(t *testing.T) {
 		t.Fatalf("sessions left %v, links left %v", sessions, links)
 	}
 }
+
+// TestRetentionEventsGoWithTheirLastDelivery: an old event goes with its
+// last delivered delivery, one that never had a delivery goes by the
+// sweep, one kept for its dead letter stays; and the sweep's cursor moves
+// past what it scanned, so the next pass does not rescan the kept event.
+func TestRetentionEventsGoWithTheirLastDelivery(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
+	ids := e.events(3, "order.paid", `{}`)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-9 * 24 * time.Hour)
+	exec(`UPDATE events SET created_at = $1::timestamptz + (SELECT count(*) FROM events e2 WHERE e2.id < events.id) * interval '1 second'`, old)
+	exec(`UPDATE deliveries SET status = 'delivered', delivered_at = $1 WHERE event_id = $2`, old, ids[0])
+	exec(`UPDATE deliveries SET status = 'dead', dead_at = $1 WHERE event_id = $2`, old, ids[1])
+	exec(`DELETE FROM deliveries WHERE event_id = $1`, ids[2]) // as if a filter took none
+	w := e.worker(nil)
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := e.pool.Query(ctx, `SELECT id::text FROM events ORDER BY created_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		left = append(left, s)
+	}
+	rows.Close()
+	if !slices.Equal(left, []string{ids[1].String()}) {
+		t.Fatalf("events left %v, want only the dead letter's %s", left, ids[1])
+	}
+	if w.sweep.createdAt.IsZero() {
+		t.Fatal("the sweep's cursor did not move")
+	}
+	var keptAt time.Time
+	if err := e.pool.QueryRow(ctx, `SELECT created_at FROM events WHERE id = $1`, ids[1]).Scan(&keptAt); err != nil {
+		t.Fatal(err)
+	}
+	if w.sweep.createdAt.Before(keptAt) {
+		t.Fatalf("the sweep stopped at %s, before the kept event at %s", w.sweep.createdAt, keptAt)
+	}
+}

@@ -131,11 +131,14 @@ type Worker struct {
 	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
-	queue    chan queued
-	freed    chan struct{} // a send finished (claim loop may claim again)
-	wake     chan struct{} // NOTIFY arrived
-	outbox   chan struct{} // a completion queued operator notifications
-	results  chan outcome  // senders → completer
+	queue   chan queued
+	freed   chan struct{} // a send finished (claim loop may claim again)
+	wake    chan struct{} // NOTIFY arrived
+	outbox  chan struct{} // a completion queued operator notifications
+	results chan outcome  // senders → completer
+	// sweep is the retention sweep's cursor over events (the maintenance
+	// goroutine's alone).
+	sweep    eventSweep
 	inflight sync.WaitGroup
 	replicas atomic.Int32
 
