@@ -94,6 +94,7 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		have = r.Events
 		fmt.Fprintf(out, "populated %d events, %d deliveries, %d attempts in %s (%.0f rows/s)\n",
 			r.Events, r.Deliveries, r.Attempts, r.Duration.Round(time.Second),
 			float64(r.Events+r.Deliveries+r.Attempts)/r.Duration.Seconds())
@@ -105,7 +106,11 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 		if mark == nil || !strings.HasPrefix(*mark, "populated: ") {
 			return fmt.Errorf("the database has %d events but no complete population (an interrupted run?): start from an empty data directory", have)
 		}
-		o.Events = have
+		// Identifiers are derived from the event numbers populated, however
+		// many retention has deleted since.
+		if _, err := fmt.Sscanf(*mark, "populated: %d events", &o.Events); err != nil {
+			return fmt.Errorf("the population mark %q: %w", *mark, err)
+		}
 	}
 	var sizes string
 	if err := pool.QueryRow(ctx, `
@@ -117,7 +122,7 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM delivery_attempts)`).Scan(&nd, &na); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "database: %d events, %d deliveries, %d attempts (with indexes: %s)\n", o.Events, nd, na, sizes)
+	fmt.Fprintf(out, "database: %d events, %d deliveries, %d attempts (with indexes: %s)\n", have, nd, na, sizes)
 
 	h, err := o.Handler(pool)
 	if err != nil {
@@ -136,7 +141,9 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 	// Event numbers g are what Populate derived every identifier from.
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := o.Events
-	randG := func() int64 { return 1 + rng.Int64N(n) }
+	// Events from the newest three quarters: retention (-retention, 7 of
+	// the 8 days kept) may have deleted older ones in an earlier run.
+	randG := func() int64 { return n/4 + 1 + rng.Int64N(n-n/4) }
 	threeDeliveries := func() int64 { // g % 3 == 2 fans out to three endpoints; g%1000 != 0 keeps it at three
 		for {
 			if g := randG(); g%3 == 2 && g%1000 != 0 {
@@ -170,7 +177,7 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 			return "/api/v1/events?q=" + c, err
 		}, 0},
 		{"search by idempotency key (API)", &api, func() (string, error) {
-			return fmt.Sprintf("/api/v1/events?q=ord-%d", 2*(1+rng.Int64N(n/2))), nil
+			return fmt.Sprintf("/api/v1/events?q=ord-%d", 2*(randG()/2+1)), nil
 		}, 0},
 		{"search by click id (/events page)", &dash, func() (string, error) {
 			c, err := clickOf(randG())
