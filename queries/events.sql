@@ -75,9 +75,11 @@ LIMIT @row_limit::int;
 -- A delivery's created_at is its event's, so the endpoint index is in the
 -- log's order and a rare endpoint costs as little as a busy one. The type
 -- filter is checked per delivery, before the per-endpoint limit, so each
--- endpoint's page holds only matching events. Reads only.
+-- endpoint's page holds only matching events. Only the newest page of
+-- the endpoints' pages is looked up in events (a partner with 10 endpoints
+-- read 510 events for a page of 51: 200 ms with a cold cache). Reads only.
 WITH chosen AS MATERIALIZED (
-    SELECT l.event_id
+    SELECT l.created_at, l.event_id
     FROM endpoints e
     CROSS JOIN LATERAL (
         SELECT d.created_at, d.event_id
@@ -100,7 +102,10 @@ WITH chosen AS MATERIALIZED (
 )
 SELECT ev.id, ev.type, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
 FROM events ev
-WHERE ev.id IN (SELECT event_id FROM chosen)
+WHERE ev.id IN (SELECT DISTINCT ON (c.created_at, c.event_id) c.event_id
+                FROM chosen c
+                ORDER BY c.created_at DESC, c.event_id DESC
+                LIMIT @row_limit::int)
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @row_limit::int;
 
