@@ -72,9 +72,12 @@ func (s *Server) routes() {
 	// Partner portal: a single-use link signs one partner in, with a cookie
 	// of its own (path /portal) that no dashboard route reads; every page
 	// and action reads through the session's partner id, and every state
-	// change needs the portal session's CSRF token.
-	e.GET("/portal/signin", s.portalSignIn)
-	e.GET("/portal/links/:token", s.portalSignIn)
+	// change needs the portal session's CSRF token. Opening a link only
+	// shows a page whose form posts it: the POST uses it, so a link
+	// previewer's GET does not.
+	e.GET("/portal/signin", s.portalSignInPage)
+	e.GET("/portal/links/:token", s.portalSignInPage)
+	e.POST("/portal/signin", s.portalSignIn)
 	pt := e.Group(portalPath, middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requirePortal, s.requirePortalCSRF)
 	pt.GET("", s.portalHome)
 	pt.GET("/", s.portalHome)
