@@ -51,6 +51,9 @@ type portalPrincipal struct {
 	PartnerID   int64
 	PartnerName string
 	CSRF        string
+	// ManageEndpoints: the operator allows this partner to create
+	// endpoints, disable and enable them and change their event types.
+	ManageEndpoints bool
 }
 
 // actor names the partner in the audit log.
@@ -322,7 +325,8 @@ func (s *Server) loadPortal(ctx context.Context, r *http.Request) (*portalPrinci
 			return nil, err
 		}
 	}
-	return &portalPrincipal{SessionID: row.ID, PartnerID: row.PartnerID, PartnerName: row.PartnerName, CSRF: row.CsrfToken}, nil
+	return &portalPrincipal{SessionID: row.ID, PartnerID: row.PartnerID, PartnerName: row.PartnerName, CSRF: row.CsrfToken,
+		ManageEndpoints: row.PortalManageEndpoints}, nil
 }
 
 // requirePortal lets portal sessions through. Without one, a page load

@@ -97,6 +97,14 @@ func (s *Server) routes() {
 	pt.GET("/events/:id", s.portalEventPage)
 	pt.POST("/deliveries/:id/resend", s.portalResend)
 	pt.POST("/deliveries/:id/replay", s.portalReplayOne)
+	// Endpoint management: only for a partner its operator allows it.
+	manage := s.requirePortalManage
+	pt.GET("/endpoints/new", s.portalNewPage, manage)
+	pt.POST("/endpoints", s.portalCreate, manage)
+	pt.POST("/endpoints/preview", s.portalNewPreview, manage)
+	pt.POST("/endpoints/:id/disable", s.portalSetEnabled(false), manage)
+	pt.POST("/endpoints/:id/enable", s.portalSetEnabled(true), manage)
+	pt.POST("/endpoints/:id/event-types", s.portalEventTypes, manage)
 
 	// Dashboard: a session for everything, CSRF on every state change.
 	// viewer reads; operator replays, rotates, pauses, edits; admin manages
