@@ -84,6 +84,27 @@ func (q *Queries) PartnerGet(ctx context.Context, id int64) (Partner, error) {
 	return i, err
 }
 
+const partnerGetForUpdate = `-- name: PartnerGetForUpdate :one
+SELECT id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints FROM partners WHERE id = $1 FOR UPDATE
+`
+
+// The partner under its row lock, for a PATCH that reads then writes.
+func (q *Queries) PartnerGetForUpdate(ctx context.Context, id int64) (Partner, error) {
+	row := q.db.QueryRow(ctx, partnerGetForUpdate, id)
+	var i Partner
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Contact,
+		&i.Notes,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
+	)
+	return i, err
+}
+
 const partnerList = `-- name: PartnerList :many
 SELECT p.id, p.name, p.contact, p.notes, p.created_at, p.updated_at, p.archived_at, p.portal_manage_endpoints,
        (SELECT count(*) FROM endpoints e WHERE e.partner_id = p.id)::bigint AS endpoint_count

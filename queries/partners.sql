@@ -41,3 +41,7 @@ UPDATE partners
 SET portal_manage_endpoints = @allowed, updated_at = now()
 WHERE id = @id
 RETURNING *;
+
+-- name: PartnerGetForUpdate :one
+-- The partner under its row lock, for a PATCH that reads then writes.
+SELECT * FROM partners WHERE id = @id FOR UPDATE;
