@@ -57,17 +57,19 @@ func (s *Server) portalNewPage(c echo.Context) error {
 func (s *Server) portalCreate(c echo.Context) error {
 	p := portalOf(c)
 	kind := portalNewKind(c.FormValue("kind"))
-	// The operator form's reader: only the fields the portal posts are
-	// set, the rest stay empty and take the defaults. The partner is the
-	// session's, whatever the request says.
-	ef, in := s.formOf(c, endpointform.Form{PartnerID: p.PartnerID, Kind: kind, Enabled: true})
-	in.PartnerID, in.Filter = p.PartnerID, nil
+	// Only what the form offers is read: retries, timeouts, rates,
+	// filters and signing options stay the operator's defaults however the
+	// request is crafted, and the partner is the session's.
+	f := portal.NewEndpoint{Kind: kind, Name: c.FormValue("name"), URL: strings.TrimSpace(c.FormValue("url")),
+		EventTypes: c.FormValue("event_types"), Headers: c.FormValue("headers"), CSRF: p.CSRF, Errors: map[string]string{}}
 	if kind == "postback" {
-		in.SignatureParam, in.Preset = "", ""
+		f.MacroStyle = c.FormValue("macro_style")
 	}
-	f := portal.NewEndpoint{Kind: kind, Name: ef.Name, URL: ef.URL, MacroStyle: ef.MacroStyle, EventTypes: ef.EventTypes,
-		Headers: ef.Headers, CSRF: p.CSRF, Errors: map[string]string{}}
-	if msg, ok := ef.Errors["headers"]; ok {
+	on := true
+	in := endpointInput{PartnerID: p.PartnerID, Name: f.Name, Kind: kind, URL: f.URL, EventTypes: formEventTypes(f.EventTypes),
+		MacroStyle: f.MacroStyle, Enabled: &on}
+	var msg string
+	if in.Headers, msg = parseHeaderLines(f.Headers); msg != "" {
 		f.Errors["headers"] = msg
 	}
 	ctx := c.Request().Context()

@@ -148,8 +148,10 @@ func TestPortalManageEndpoints(t *testing.T) {
 		}
 		// A valid one, with another partner's id in the form (ignored).
 		other := env.createPartner("Other")
+		// Settings the form does not offer (the operator's) are ignored too.
 		res, doc = partner.postForm("/portal/endpoints", url.Values{"kind": {"webhook"}, "name": {"alpha-orders"}, "url": {recv.URL + "/orders"},
-			"event_types": {"order.paid, order.refunded"}, "headers": {"X-Alpha-Token: t0ken"}, "partner_id": {itoa64(other)}})
+			"event_types": {"order.paid, order.refunded"}, "headers": {"X-Alpha-Token: t0ken"}, "partner_id": {itoa64(other)},
+			"max_attempts": {"50"}, "rate_per_sec": {"100000"}, "max_in_flight": {"1000"}, "timeout_ms": {"120000"}, "disable_after_failures": {"0"}})
 		if res.StatusCode != http.StatusCreated || testid(doc, "portal-created").Length() != 1 {
 			t.Fatalf("create: %d", res.StatusCode)
 		}
@@ -164,6 +166,15 @@ func TestPortalManageEndpoints(t *testing.T) {
 		}
 		if pidGot != pid {
 			t.Fatalf("created for partner %d, want %d", pidGot, pid)
+		}
+		var attempts, inFlight, timeout, disableAfter int
+		var rate *float64
+		if err := env.pool.QueryRow(t.Context(), "SELECT max_attempts, max_in_flight, timeout_ms, disable_after_failures, rate_per_sec FROM endpoints WHERE id = $1", id).
+			Scan(&attempts, &inFlight, &timeout, &disableAfter, &rate); err != nil {
+			t.Fatal(err)
+		}
+		if attempts != defaultMaxAttempts || inFlight != defaultMaxInFlight || timeout != defaultTimeoutMs || disableAfter != defaultDisableAfterFailures || rate != nil {
+			t.Fatalf("operator settings taken from the form: attempts %d, in flight %d, timeout %d, disable after %d, rate %v", attempts, inFlight, timeout, disableAfter, rate)
 		}
 		row := env.portalEndpointRow(id)
 		if strings.Join(row.eventTypes, ",") != "order.paid,order.refunded" || !row.enabled {
