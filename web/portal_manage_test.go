@@ -99,6 +99,9 @@ func TestPortalManageEndpoints(t *testing.T) {
 
 	t.Run("the operator allows it on the partner page, audited", func(t *testing.T) {
 		viewer := env.signIn(base, "viewer@example.com", "viewer")
+		if _, doc := viewer.get("/partners/" + itoa64(pid)); testid(doc, "portal-manage-setting").Length() != 1 || testid(doc, "portal-manage-toggle").Length() != 0 {
+			t.Fatal("a viewer does not see the setting, or sees its switch")
+		}
 		if res, _ := viewer.postForm("/partners/"+itoa64(pid)+"/portal-manage", url.Values{"allowed": {"true"}}); res.StatusCode != http.StatusForbidden {
 			t.Fatalf("a viewer changes it: %d", res.StatusCode)
 		}
