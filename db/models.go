@@ -193,13 +193,14 @@ type NotificationChannel struct {
 }
 
 type Partner struct {
-	ID         int64
-	Name       string
-	Contact    string
-	Notes      string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	ArchivedAt *time.Time
+	ID                    int64
+	Name                  string
+	Contact               string
+	Notes                 string
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	ArchivedAt            *time.Time
+	PortalManageEndpoints bool
 }
 
 type PortalLink struct {

@@ -13,7 +13,7 @@ import (
 const partnerCreate = `-- name: PartnerCreate :one
 INSERT INTO partners (name, contact, notes)
 VALUES ($1, $2, $3)
-RETURNING id, name, contact, notes, created_at, updated_at, archived_at
+RETURNING id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints
 `
 
 type PartnerCreateParams struct {
@@ -34,6 +34,7 @@ func (q *Queries) PartnerCreate(ctx context.Context, arg PartnerCreateParams) (P
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
 	)
 	return i, err
 }
@@ -64,7 +65,7 @@ func (q *Queries) PartnerExisting(ctx context.Context, ids []int64) ([]int64, er
 }
 
 const partnerGet = `-- name: PartnerGet :one
-SELECT id, name, contact, notes, created_at, updated_at, archived_at FROM partners WHERE id = $1
+SELECT id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints FROM partners WHERE id = $1
 `
 
 func (q *Queries) PartnerGet(ctx context.Context, id int64) (Partner, error) {
@@ -78,26 +79,49 @@ func (q *Queries) PartnerGet(ctx context.Context, id int64) (Partner, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
+	)
+	return i, err
+}
+
+const partnerGetForUpdate = `-- name: PartnerGetForUpdate :one
+SELECT id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints FROM partners WHERE id = $1 FOR UPDATE
+`
+
+// The partner under its row lock, for a PATCH that reads then writes.
+func (q *Queries) PartnerGetForUpdate(ctx context.Context, id int64) (Partner, error) {
+	row := q.db.QueryRow(ctx, partnerGetForUpdate, id)
+	var i Partner
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Contact,
+		&i.Notes,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
 	)
 	return i, err
 }
 
 const partnerList = `-- name: PartnerList :many
-SELECT p.id, p.name, p.contact, p.notes, p.created_at, p.updated_at, p.archived_at,
+SELECT p.id, p.name, p.contact, p.notes, p.created_at, p.updated_at, p.archived_at, p.portal_manage_endpoints,
        (SELECT count(*) FROM endpoints e WHERE e.partner_id = p.id)::bigint AS endpoint_count
 FROM partners p
 ORDER BY p.archived_at IS NOT NULL, lower(p.name)
 `
 
 type PartnerListRow struct {
-	ID            int64
-	Name          string
-	Contact       string
-	Notes         string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	ArchivedAt    *time.Time
-	EndpointCount int64
+	ID                    int64
+	Name                  string
+	Contact               string
+	Notes                 string
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	ArchivedAt            *time.Time
+	PortalManageEndpoints bool
+	EndpointCount         int64
 }
 
 // Every partner with endpoint counts, archived ones last.
@@ -118,6 +142,7 @@ func (q *Queries) PartnerList(ctx context.Context) ([]PartnerListRow, error) {
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.ArchivedAt,
+			&i.PortalManageEndpoints,
 			&i.EndpointCount,
 		); err != nil {
 			return nil, err
@@ -135,7 +160,7 @@ UPDATE partners
 SET archived_at = CASE WHEN $1::boolean THEN coalesce(archived_at, now()) END,
     updated_at = now()
 WHERE id = $2
-RETURNING id, name, contact, notes, created_at, updated_at, archived_at
+RETURNING id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints
 `
 
 type PartnerSetArchivedParams struct {
@@ -156,6 +181,38 @@ func (q *Queries) PartnerSetArchived(ctx context.Context, arg PartnerSetArchived
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
+	)
+	return i, err
+}
+
+const partnerSetPortalManage = `-- name: PartnerSetPortalManage :one
+UPDATE partners
+SET portal_manage_endpoints = $1, updated_at = now()
+WHERE id = $2
+RETURNING id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints
+`
+
+type PartnerSetPortalManageParams struct {
+	Allowed bool
+	ID      int64
+}
+
+// Allows or refuses the partner's portal to create endpoints, disable and
+// enable them and change their event types. Portal sessions read the flag
+// on every request, so a change applies to open sessions at once.
+func (q *Queries) PartnerSetPortalManage(ctx context.Context, arg PartnerSetPortalManageParams) (Partner, error) {
+	row := q.db.QueryRow(ctx, partnerSetPortalManage, arg.Allowed, arg.ID)
+	var i Partner
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Contact,
+		&i.Notes,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
 	)
 	return i, err
 }
@@ -164,7 +221,7 @@ const partnerUpdate = `-- name: PartnerUpdate :one
 UPDATE partners
 SET name = $1, contact = $2, notes = $3, updated_at = now()
 WHERE id = $4
-RETURNING id, name, contact, notes, created_at, updated_at, archived_at
+RETURNING id, name, contact, notes, created_at, updated_at, archived_at, portal_manage_endpoints
 `
 
 type PartnerUpdateParams struct {
@@ -190,6 +247,7 @@ func (q *Queries) PartnerUpdate(ctx context.Context, arg PartnerUpdateParams) (P
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ArchivedAt,
+		&i.PortalManageEndpoints,
 	)
 	return i, err
 }

@@ -825,23 +825,27 @@ func (q *Queries) PortalSessionCreate(ctx context.Context, arg PortalSessionCrea
 }
 
 const portalSessionGet = `-- name: PortalSessionGet :one
-SELECT s.id, s.partner_id, s.csrf_token, s.created_at, s.last_seen_at, p.name AS partner_name
+SELECT s.id, s.partner_id, s.csrf_token, s.created_at, s.last_seen_at, p.name AS partner_name,
+       p.portal_manage_endpoints
 FROM portal_sessions s
 JOIN partners p ON p.id = s.partner_id
 WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND p.archived_at IS NULL
 `
 
 type PortalSessionGetRow struct {
-	ID          int64
-	PartnerID   int64
-	CsrfToken   string
-	CreatedAt   time.Time
-	LastSeenAt  time.Time
-	PartnerName string
+	ID                    int64
+	PartnerID             int64
+	CsrfToken             string
+	CreatedAt             time.Time
+	LastSeenAt            time.Time
+	PartnerName           string
+	PortalManageEndpoints bool
 }
 
 // The session a cookie names, with its partner, unless revoked or the
 // partner archived. Idle and absolute limits are checked by the caller.
+// The partner's portal permissions are read here, per request, so an
+// operator's change applies to open sessions at once.
 func (q *Queries) PortalSessionGet(ctx context.Context, tokenHash string) (PortalSessionGetRow, error) {
 	row := q.db.QueryRow(ctx, portalSessionGet, tokenHash)
 	var i PortalSessionGetRow
@@ -852,6 +856,7 @@ func (q *Queries) PortalSessionGet(ctx context.Context, tokenHash string) (Porta
 		&i.CreatedAt,
 		&i.LastSeenAt,
 		&i.PartnerName,
+		&i.PortalManageEndpoints,
 	)
 	return i, err
 }

@@ -32,3 +32,16 @@ RETURNING *;
 -- name: PartnerExisting :many
 -- Which of the given partner ids exist (ingest validates partner_id).
 SELECT id FROM partners WHERE id = ANY(@ids::bigint[]);
+
+-- name: PartnerSetPortalManage :one
+-- Allows or refuses the partner's portal to create endpoints, disable and
+-- enable them and change their event types. Portal sessions read the flag
+-- on every request, so a change applies to open sessions at once.
+UPDATE partners
+SET portal_manage_endpoints = @allowed, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: PartnerGetForUpdate :one
+-- The partner under its row lock, for a PATCH that reads then writes.
+SELECT * FROM partners WHERE id = @id FOR UPDATE;

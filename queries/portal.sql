@@ -62,7 +62,10 @@ RETURNING id;
 -- name: PortalSessionGet :one
 -- The session a cookie names, with its partner, unless revoked or the
 -- partner archived. Idle and absolute limits are checked by the caller.
-SELECT s.id, s.partner_id, s.csrf_token, s.created_at, s.last_seen_at, p.name AS partner_name
+-- The partner's portal permissions are read here, per request, so an
+-- operator's change applies to open sessions at once.
+SELECT s.id, s.partner_id, s.csrf_token, s.created_at, s.last_seen_at, p.name AS partner_name,
+       p.portal_manage_endpoints
 FROM portal_sessions s
 JOIN partners p ON p.id = s.partner_id
 WHERE s.token_hash = @token_hash AND s.revoked_at IS NULL AND p.archived_at IS NULL;

@@ -51,6 +51,9 @@ type portalPrincipal struct {
 	PartnerID   int64
 	PartnerName string
 	CSRF        string
+	// ManageEndpoints: the operator allows this partner to create
+	// endpoints, disable and enable them and change their event types.
+	ManageEndpoints bool
 }
 
 // actor names the partner in the audit log.
@@ -177,35 +180,74 @@ func (s *Server) apiPortalSessionsRevoke(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"revoked_sessions": sess, "revoked_links": links})
 }
 
-// portalSignIn: GET /portal/signin?token= and GET /portal/links/:token —
-// uses the link once and starts a portal session; a used, expired or
-// revoked link gets a page saying so.
-func (s *Server) portalSignIn(c echo.Context) error {
+// portalSignInPage: GET /portal/signin?token= and GET /portal/links/:token —
+// checks the link without using it and answers a small page whose form
+// posts the token (auto-submitted by a line of script, with a Continue
+// button without it). A chat or mail previewer that fetches the URL
+// therefore does not spend the link; a person lands in the portal in one
+// step. A used, expired or revoked link gets a page saying so.
+func (s *Server) portalSignInPage(c echo.Context) error {
 	token := c.QueryParam("token")
 	if token == "" {
 		token = c.Param("token")
 	}
 	h := c.Response().Header()
 	h.Set("Referrer-Policy", "no-referrer") // the token is in this page's URL
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Robots-Tag", "noindex")
+	usable, err := s.portalLinkRefusal(c, token, false)
+	if !usable || err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, portal.SignIn(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Sign in"}, token))
+}
+
+// portalLinkRefusal answers the refusal page for a link that cannot sign
+// in (unknown, used, revoked, expired, its partner archived) and reports
+// false; for a usable link it writes nothing and reports true. consumed
+// says the link was just refused by the consuming UPDATE, so a link that
+// still looks usable lost a race to another request: it is used.
+func (s *Server) portalLinkRefusal(c echo.Context, token string, consumed bool) (bool, error) {
+	invalid := "This sign-in link is not valid. Check that it was copied whole, or ask for a new one."
+	used := "This sign-in link has already been used: each link signs in once. Ask for a new one (or, if you signed in with it, go back to the tab where you did)."
+	if token == "" || len(token) > 200 {
+		return false, s.portalLinkRefused(c, http.StatusNotFound, invalid)
+	}
+	st, err := s.q.PortalLinkState(c.Request().Context(), hashSessionID(token))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, s.portalLinkRefused(c, http.StatusNotFound, invalid)
+	case err != nil:
+		return false, err
+	case st.PartnerArchivedAt != nil || st.RevokedAt != nil:
+		return false, s.portalLinkRefused(c, http.StatusGone, "This sign-in link was revoked. Ask for a new one.")
+	case st.UsedAt != nil:
+		return false, s.portalLinkRefused(c, http.StatusGone, used)
+	case !st.ExpiresAt.After(s.now()):
+		return false, s.portalLinkRefused(c, http.StatusGone, "This sign-in link expired at "+st.ExpiresAt.UTC().Format("2006-01-02 15:04 MST")+". Links work for a short time only; ask for a new one.")
+	case consumed:
+		return false, s.portalLinkRefused(c, http.StatusGone, used)
+	}
+	return true, nil
+}
+
+// portalSignIn: POST /portal/signin {token} — uses the link once and
+// starts a portal session. The token is the credential: a form from
+// anywhere else cannot sign in without one.
+func (s *Server) portalSignIn(c echo.Context) error {
+	token := c.FormValue("token")
+	h := c.Response().Header()
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
 	ctx := c.Request().Context()
 	if token == "" || len(token) > 200 {
-		return s.portalLinkRefused(c, http.StatusNotFound, "This sign-in link is not valid. Check that it was copied whole, or ask for a new one.")
+		_, err := s.portalLinkRefusal(c, "", true)
+		return err
 	}
-	hash := hashSessionID(token)
-	link, err := s.q.PortalLinkConsume(ctx, db.PortalLinkConsumeParams{TokenHash: hash, Now: s.nowPtr()})
+	link, err := s.q.PortalLinkConsume(ctx, db.PortalLinkConsumeParams{TokenHash: hashSessionID(token), Now: s.nowPtr()})
 	if errors.Is(err, pgx.ErrNoRows) {
-		st, err := s.q.PortalLinkState(ctx, hash)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return s.portalLinkRefused(c, http.StatusNotFound, "This sign-in link is not valid. Check that it was copied whole, or ask for a new one.")
-		case err != nil:
-			return err
-		case st.PartnerArchivedAt != nil || st.RevokedAt != nil:
-			return s.portalLinkRefused(c, http.StatusGone, "This sign-in link was revoked. Ask for a new one.")
-		case st.UsedAt != nil:
-			return s.portalLinkRefused(c, http.StatusGone, "This sign-in link has already been used: each link signs in once. Ask for a new one (or, if you signed in with it, go back to the tab where you did).")
-		}
-		return s.portalLinkRefused(c, http.StatusGone, "This sign-in link expired at "+st.ExpiresAt.UTC().Format("2006-01-02 15:04 MST")+". Links work for a short time only; ask for a new one.")
+		_, err := s.portalLinkRefusal(c, token, true)
+		return err
 	}
 	if err != nil {
 		return err
@@ -283,7 +325,8 @@ func (s *Server) loadPortal(ctx context.Context, r *http.Request) (*portalPrinci
 			return nil, err
 		}
 	}
-	return &portalPrincipal{SessionID: row.ID, PartnerID: row.PartnerID, PartnerName: row.PartnerName, CSRF: row.CsrfToken}, nil
+	return &portalPrincipal{SessionID: row.ID, PartnerID: row.PartnerID, PartnerName: row.PartnerName, CSRF: row.CsrfToken,
+		ManageEndpoints: row.PortalManageEndpoints}, nil
 }
 
 // requirePortal lets portal sessions through. Without one, a page load

@@ -28,12 +28,27 @@ func (e *testEnv) portalLink(partnerID int64) string {
 	return u.RequestURI()
 }
 
+// openPortalLink follows a sign-in link as a browser without script does:
+// the GET shows the sign-in page, whose Continue button posts the token.
+// A refusal page (no form) is returned as it is.
+func (b *browser) openPortalLink(link string) (*http.Response, *goquery.Document) {
+	b.t.Helper()
+	res, doc := b.get(link)
+	form := testid(doc, "portal-signin-form")
+	if res.StatusCode != http.StatusOK || form.Length() == 0 {
+		return res, doc
+	}
+	action, _ := form.Attr("action")
+	token, _ := form.Find("input[name=token]").Attr("value")
+	return b.postForm(action, url.Values{"token": {token}})
+}
+
 // portalSignIn opens a sign-in link in a fresh browser and checks that it
 // lands on the partner's portal.
 func (e *testEnv) portalSignIn(base string, partnerID int64, partnerName string) *browser {
 	e.t.Helper()
 	b := newBrowser(e.t, base)
-	res, doc := b.get(e.portalLink(partnerID))
+	res, doc := b.openPortalLink(e.portalLink(partnerID))
 	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/portal/" {
 		e.t.Fatalf("portal sign-in: %d at %s", res.StatusCode, res.Request.URL)
 	}
@@ -107,10 +122,52 @@ func TestPortalLinkAPI(t *testing.T) {
 		env.exec("UPDATE partners SET archived_at = now() WHERE id = $1", gone)
 		mustError(t, env.do(http.MethodPost, "/api/v1/partners/"+itoa64(gone)+"/portal-links", nil), http.StatusConflict, "")
 	})
+	t.Run("opening the link does not use it: a previewer's GET leaves it working", func(t *testing.T) {
+		link := env.portalLink(pid)
+		token := strings.TrimPrefix(link, "/portal/signin?token=")
+		for _, path := range []string{link, link, "/portal/links/" + token} {
+			res, doc := newBrowser(t, base).get(path) // a previewer: no script, no form post
+			form := testid(doc, "portal-signin-form")
+			if res.StatusCode != http.StatusOK || form.Length() != 1 || res.Request.URL.Path == "/portal/" {
+				t.Fatalf("GET %s: %d at %s", path, res.StatusCode, res.Request.URL)
+			}
+			if v, _ := form.Find("input[name=token]").Attr("value"); v != token {
+				t.Fatalf("the form posts token %q, want the link's", v)
+			}
+			if testid(doc, "portal-signin-continue").Length() != 1 || !strings.Contains(doc.Find("script").Text(), ".submit()") {
+				t.Fatal("no Continue button or no auto-submit")
+			}
+			if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+				t.Fatalf("Cache-Control %q", cc)
+			}
+		}
+		var used int
+		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_links WHERE token_hash = $1 AND used_at IS NOT NULL", hashSessionID(token)).Scan(&used); err != nil || used != 0 {
+			t.Fatalf("GETs used the link: %d (%v)", used, err)
+		}
+		var sessions int
+		_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_sessions s JOIN portal_links l ON l.id = s.link_id WHERE l.token_hash = $1", hashSessionID(token)).Scan(&sessions)
+		if sessions != 0 {
+			t.Fatalf("GETs started %d sessions", sessions)
+		}
+		// The person clicking it afterwards still signs in, once.
+		res, doc := newBrowser(t, base).openPortalLink(link)
+		if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/portal/" || testid(doc, "portal-partner").Text() != "Acme" {
+			t.Fatalf("sign in after previews: %d at %s", res.StatusCode, res.Request.URL)
+		}
+		res, _ = newBrowser(t, base).postForm("/portal/signin", url.Values{"token": {token}})
+		if res.StatusCode != http.StatusGone {
+			t.Fatalf("second POST: %d", res.StatusCode)
+		}
+		res, _ = newBrowser(t, base).postForm("/portal/signin", url.Values{"token": {"not-a-token"}})
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatalf("unknown token POST: %d", res.StatusCode)
+		}
+	})
 	t.Run("single use", func(t *testing.T) {
 		link := env.portalLink(pid)
 		b := newBrowser(t, base)
-		res, doc := b.get(link)
+		res, doc := b.openPortalLink(link)
 		if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/portal/" || testid(doc, "portal-partner").Text() != "Acme" {
 			t.Fatalf("first use: %d at %s", res.StatusCode, res.Request.URL)
 		}
@@ -132,7 +189,7 @@ func TestPortalLinkAPI(t *testing.T) {
 	})
 	t.Run("path form signs in", func(t *testing.T) {
 		link := env.portalLink(pid)
-		res, doc := newBrowser(t, base).get("/portal/links/" + strings.TrimPrefix(link, "/portal/signin?token="))
+		res, doc := newBrowser(t, base).openPortalLink("/portal/links/" + strings.TrimPrefix(link, "/portal/signin?token="))
 		if res.StatusCode != http.StatusOK || testid(doc, "portal-partner").Text() != "Acme" {
 			t.Fatalf("path form: %d", res.StatusCode)
 		}
@@ -322,7 +379,7 @@ func TestPortalPartnerPage(t *testing.T) {
 	}
 	u := mustURL(t, link)
 	partner := newBrowser(t, base)
-	if res, _ := partner.get(u.RequestURI()); res.StatusCode != http.StatusOK {
+	if res, _ := partner.openPortalLink(u.RequestURI()); res.StatusCode != http.StatusOK {
 		t.Fatalf("shared link: %d", res.StatusCode)
 	}
 	_, doc = op.get("/partners/" + itoa64(pid))

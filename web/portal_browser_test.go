@@ -155,4 +155,32 @@ func TestBrowserPartnerPortal(t *testing.T) {
 		AND action IN ('endpoint.test_fire', 'endpoint.update', 'endpoint.rotate_secret', 'dead_letters.replay')`).Scan(&n); err != nil || n != 4 {
 		t.Fatalf("the partner's actions audited: %d kinds (%v)", n, err)
 	}
+
+	// The operator lets it manage its endpoints: it adds a postback
+	// endpoint, watching the template's live preview, gets its secret once,
+	// then disables it.
+	mustStatus(t, env.do(http.MethodPatch, fmt.Sprintf("/api/v1/partners/%d", pid), map[string]any{"portal_manage_endpoints": true}), http.StatusOK)
+	tab.open("/portal/")
+	tab.waitUntil("the add button", sel("[data-testid=new-endpoint]"), stepTimeout)
+	tab.clickToLoad("[data-testid=new-endpoint]", sel("[data-testid=portal-new-form]"))
+	tab.clickToLoad("[data-testid=kind-postback]", `location.search.includes("kind=postback") && `+sel("#portal-new-url"))
+	tab.typeInto("#portal-new-name", "clickwave-tracker-v2")
+	tab.typeInto("#portal-new-url", tracker.URL+"/v2?cid={click_id}&amount={payout}")
+	tab.waitUntil("the live preview", sel("#postback-preview")+`?.textContent.includes("amount=")`, stepTimeout)
+	tab.typeInto("#portal-new-event-types", "conversion.approved")
+	tab.click("[data-testid=portal-create]")
+	tab.waitUntil("the new endpoint's secret", sel("[data-testid=portal-created]"), stepTimeout)
+	if created := tab.text("[data-testid=portal-created] [data-testid=copybox-value]"); !strings.HasPrefix(created, "whsec_") {
+		tab.fatalf("created secret %q", created)
+	}
+	tab.screenshot("portal-endpoint-created")
+	tab.clickToLoad("[data-testid=created-endpoint-link]", sel("[data-testid=portal-manage]"))
+	tab.acceptConfirms()
+	tab.clickToSwap("[data-testid=endpoint-disable]", "#portal-manage", sel("[data-testid=endpoint-enable]"))
+	tab.screenshot("portal-endpoint-disabled")
+	var enabled bool
+	var owner int64
+	if err := env.pool.QueryRow(t.Context(), "SELECT enabled, partner_id FROM endpoints WHERE name = 'clickwave-tracker-v2'").Scan(&enabled, &owner); err != nil || enabled || owner != pid {
+		t.Fatalf("the portal's endpoint: enabled %v, partner %d (%v)", enabled, owner, err)
+	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -21,7 +22,8 @@ import (
 func (s *Server) portalAccess(ctx context.Context, c echo.Context, p db.Partner) (partners.PortalAccess, error) {
 	pr := principalOf(c)
 	now := s.now()
-	a := partners.PortalAccess{PartnerID: p.ID, Archived: p.ArchivedAt != nil, CanOperate: pr.can(account.RoleOperator), CSRF: pr.CSRF, Now: now}
+	a := partners.PortalAccess{PartnerID: p.ID, Archived: p.ArchivedAt != nil, CanOperate: pr.can(account.RoleOperator), CSRF: pr.CSRF, Now: now,
+		ManageEndpoints: p.PortalManageEndpoints}
 	sess, err := s.q.PortalSessionList(ctx, db.PortalSessionListParams{PartnerID: p.ID, IdleAfter: now.Add(-portalIdle), CreatedAfter: now.Add(-portalAbsolute)})
 	if err != nil {
 		return a, err
@@ -70,6 +72,49 @@ func (s *Server) partnerPortalLink(c echo.Context) error {
 		return err
 	}
 	return s.renderPortalAccess(c, p, func(a *partners.PortalAccess) { a.NewURL, a.NewExpires = u, exp })
+}
+
+// setPortalManage allows or refuses a partner's portal the management of
+// its endpoints (create, disable / enable, event types), audited as actor.
+// Open portal sessions follow at once: they read the flag per request.
+func (s *Server) setPortalManage(ctx context.Context, partnerID int64, allowed bool, actor string) (db.Partner, error) {
+	var p db.Partner
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		p, err = q.PartnerSetPortalManage(ctx, db.PartnerSetPortalManageParams{ID: partnerID, Allowed: allowed})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("partner")
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, q, actor, "partner.portal_manage_endpoints", "partner", p.ID, map[string]any{"name": p.Name, "allowed": allowed})
+	})
+	return p, err
+}
+
+// partnerPortalManage: POST /partners/:id/portal-manage {allowed}
+// (operator) — the partner page's switch for endpoint management in the
+// portal.
+func (s *Server) partnerPortalManage(c echo.Context) error {
+	id, err := pathID(c, "partner")
+	if err != nil {
+		return err
+	}
+	allowed, err := strconv.ParseBool(c.FormValue("allowed"))
+	if err != nil {
+		return invalidField("allowed", "must be true or false")
+	}
+	p, err := s.setPortalManage(c.Request().Context(), id, allowed, principalOf(c).actor())
+	if err != nil {
+		return err
+	}
+	done := "The partner can no longer add, disable or enable endpoints or change event types in its portal."
+	if allowed {
+		done = "The partner can now add, disable and enable its endpoints and change their event types in its portal."
+	}
+	return s.renderPortalAccess(c, p, func(a *partners.PortalAccess) { a.Revoked = done })
 }
 
 // partnerPortalRevokeAll: POST /partners/:id/portal-sessions/revoke

@@ -83,7 +83,8 @@ func (f *portalFixture) betaState(t *testing.T) string {
 		SELECT concat_ws('|',
 			(SELECT string_agg(id || ':' || status || ':' || replay_count, ',' ORDER BY id) FROM deliveries WHERE endpoint_id = $1),
 			(SELECT string_agg(id || ':' || coalesce(expires_at::text, 'current'), ',' ORDER BY id) FROM endpoint_secrets WHERE endpoint_id = $1),
-			(SELECT url || ':' || headers::text || ':' || enabled FROM endpoints WHERE id = $1),
+			(SELECT url || ':' || headers::text || ':' || enabled || ':' || event_types::text FROM endpoints WHERE id = $1),
+			(SELECT count(*) FROM endpoints WHERE partner_id = (SELECT partner_id FROM endpoints WHERE id = $1)),
 			(SELECT state || ':' || paused FROM endpoint_health WHERE endpoint_id = $1),
 			(SELECT count(*) FROM audit_log WHERE target_id = $1::text OR details::text LIKE '%' || $1::text || ':%'))`, f.epB.ID).Scan(&s)
 	if err != nil {
@@ -98,8 +99,12 @@ var routeParam = regexp.MustCompile(`:[a-z]+`)
 // with another partner's endpoint, event, delivery and secret ids: each is
 // a 404 and nothing of the other partner changes. The lists and the search
 // show none of the other partner's data.
+//
+// Alpha may manage its endpoints, so the management routes answer for
+// their ids rather than refusing the permission first.
 func TestPortalIsolationWalk(t *testing.T) {
 	f := newPortalFixture(t)
+	f.env.exec("UPDATE partners SET portal_manage_endpoints = true WHERE id = $1", f.a)
 	before := f.betaState(t)
 	ids := func(path, secretEndpoint string) string {
 		return routeParam.ReplaceAllStringFunc(path, func(p string) string {
@@ -118,7 +123,7 @@ func TestPortalIsolationWalk(t *testing.T) {
 		})
 	}
 	form := url.Values{"overlap": {"0"}, "url": {f.recvA.URL + "/moved"}, "headers": {"X-Alpha-Key: ********"},
-		"since": {"2020-01-01T00:00"}, "cluster": {f.clusterB}}
+		"since": {"2020-01-01T00:00"}, "cluster": {f.clusterB}, "event_types": {"lead.created"}}
 	walked := 0
 	for _, r := range f.env.srv.Routes() {
 		if !strings.HasPrefix(r.Path, "/portal/") || !strings.Contains(r.Path, ":") || r.Path == "/portal/links/:token" ||
@@ -152,13 +157,24 @@ func TestPortalIsolationWalk(t *testing.T) {
 			walked++
 		}
 	}
-	if walked < 15 {
+	if walked < 18 {
 		t.Fatalf("walked only %d portal routes with ids", walked)
 	}
 	t.Run("a cluster key of another endpoint under one's own", func(t *testing.T) {
 		res, _ := f.alpha.postForm("/portal/endpoints/"+strconv.FormatInt(f.epA.ID, 10)+"/replay", url.Values{"cluster": {f.clusterB}})
 		if res.StatusCode != http.StatusNotFound {
 			t.Fatalf("replay Beta's cluster through Alpha's endpoint: %d", res.StatusCode)
+		}
+	})
+	t.Run("a new endpoint is the session partner's, whatever the form says", func(t *testing.T) {
+		res, _ := f.alpha.postForm("/portal/endpoints", url.Values{"kind": {"webhook"}, "name": {"alpha-new"}, "url": {f.recvA.URL + "/new"},
+			"partner_id": {strconv.FormatInt(f.b, 10)}})
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %d", res.StatusCode)
+		}
+		var owner int64
+		if err := f.env.pool.QueryRow(t.Context(), "SELECT partner_id FROM endpoints WHERE name = 'alpha-new'").Scan(&owner); err != nil || owner != f.a {
+			t.Fatalf("the new endpoint belongs to partner %d (%v), want Alpha %d", owner, err, f.a)
 		}
 	})
 	t.Run("lists and search show none of it", func(t *testing.T) {
@@ -205,12 +221,16 @@ func cloneValues(v url.Values) url.Values {
 // changes nothing.
 func TestPortalCSRF(t *testing.T) {
 	f := newPortalFixture(t)
+	// With the management routes allowed, their refusal can only be the
+	// CSRF check's.
+	f.env.exec("UPDATE partners SET portal_manage_endpoints = true WHERE id = $1", f.a)
 	ownState := func() string {
 		var s string
 		if err := f.env.pool.QueryRow(context.Background(), `SELECT concat_ws('|',
 			(SELECT string_agg(id || ':' || status, ',' ORDER BY id) FROM deliveries WHERE endpoint_id = $1),
 			(SELECT count(*) FROM endpoint_secrets WHERE endpoint_id = $1),
-			(SELECT url FROM endpoints WHERE id = $1),
+			(SELECT url || ':' || enabled || ':' || event_types::text FROM endpoints WHERE id = $1),
+			(SELECT count(*) FROM endpoints),
 			(SELECT paused FROM endpoint_health WHERE endpoint_id = $1),
 			(SELECT count(*) FROM audit_log),
 			(SELECT count(*) FROM portal_sessions WHERE revoked_at IS NULL))`, f.epA.ID).Scan(&s); err != nil {
@@ -234,12 +254,15 @@ func TestPortalCSRF(t *testing.T) {
 	}
 	checked := 0
 	for _, r := range f.env.srv.Routes() {
-		if !strings.HasPrefix(r.Path, "/portal/") || r.Method != http.MethodPost || strings.HasSuffix(r.Path, "/*") {
+		// The sign-in POST has no session yet: the link's token is its
+		// credential (TestPortalLinkAPI).
+		if !strings.HasPrefix(r.Path, "/portal/") || r.Method != http.MethodPost || strings.HasSuffix(r.Path, "/*") || r.Path == "/portal/signin" {
 			continue
 		}
 		path := own(r.Path)
 		t.Run(path, func(t *testing.T) {
-			form := url.Values{"overlap": {"0"}, "url": {f.recvA.URL + "/moved"}, "since": {"2020-01-01T00:00"}, "cluster": {f.clusterA}}
+			form := url.Values{"overlap": {"0"}, "url": {f.recvA.URL + "/moved"}, "since": {"2020-01-01T00:00"}, "cluster": {f.clusterA},
+				"kind": {"webhook"}, "name": {"forged"}, "event_types": {"lead.created"}}
 			req, _ := http.NewRequest(http.MethodPost, f.base+path, strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			res, err := f.alpha.client.Do(req)
@@ -268,7 +291,7 @@ func TestPortalCSRF(t *testing.T) {
 		})
 		checked++
 	}
-	if checked < 12 {
+	if checked < 17 {
 		t.Fatalf("only %d mutating portal routes", checked)
 	}
 	if after := ownState(); after != before {

@@ -22,7 +22,7 @@ import (
 func (s *Server) portalMeta(c echo.Context, title, nav string) portal.Meta {
 	m := portal.Meta{Product: s.portalTitle(), Title: title, Nav: nav, Version: s.cfg.Version, Flashes: s.takeFlashes(c)}
 	if p := portalOf(c); p != nil {
-		m.Partner, m.CSRF = p.PartnerName, p.CSRF
+		m.Partner, m.CSRF, m.CanManage = p.PartnerName, p.CSRF, p.ManageEndpoints
 	}
 	return m
 }
@@ -112,6 +112,10 @@ func (s *Server) portalEndpointPage(c echo.Context) error {
 		EventTypes: e.EventTypes, Health: health, Chart: chart, Secrets: secrets, Dead: dead}
 	v.Headers, _ = secretbox.HeaderNames(e.Headers)
 	sort.Strings(v.Headers)
+	if portalOf(c).ManageEndpoints {
+		m := portalManage(c, e)
+		v.Manage = &m
+	}
 	return s.render(c, http.StatusOK, portal.EndpointPage(s.portalMeta(c, e.Name, portal.NavEndpoints), v))
 }
 

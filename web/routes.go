@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	api.POST("/partners", s.apiPartnerCreate)
 	api.GET("/partners", s.apiPartnerList)
 	api.GET("/partners/:id", s.apiPartnerGet)
+	api.PATCH("/partners/:id", s.apiPartnerPatch)
 	api.POST("/endpoints", s.apiEndpointCreate)
 	api.GET("/endpoints", s.apiEndpointList)
 	api.GET("/endpoints/:id", s.apiEndpointGet)
@@ -72,9 +73,12 @@ func (s *Server) routes() {
 	// Partner portal: a single-use link signs one partner in, with a cookie
 	// of its own (path /portal) that no dashboard route reads; every page
 	// and action reads through the session's partner id, and every state
-	// change needs the portal session's CSRF token.
-	e.GET("/portal/signin", s.portalSignIn)
-	e.GET("/portal/links/:token", s.portalSignIn)
+	// change needs the portal session's CSRF token. Opening a link only
+	// shows a page whose form posts it: the POST uses it, so a link
+	// previewer's GET does not.
+	e.GET("/portal/signin", s.portalSignInPage)
+	e.GET("/portal/links/:token", s.portalSignInPage)
+	e.POST("/portal/signin", s.portalSignIn)
 	pt := e.Group(portalPath, middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requirePortal, s.requirePortalCSRF)
 	pt.GET("", s.portalHome)
 	pt.GET("/", s.portalHome)
@@ -94,6 +98,14 @@ func (s *Server) routes() {
 	pt.GET("/events/:id", s.portalEventPage)
 	pt.POST("/deliveries/:id/resend", s.portalResend)
 	pt.POST("/deliveries/:id/replay", s.portalReplayOne)
+	// Endpoint management: only for a partner its operator allows it.
+	manage := s.requirePortalManage
+	pt.GET("/endpoints/new", s.portalNewPage, manage)
+	pt.POST("/endpoints", s.portalCreate, manage)
+	pt.POST("/endpoints/preview", s.portalNewPreview, manage)
+	pt.POST("/endpoints/:id/disable", s.portalSetEnabled(false), manage)
+	pt.POST("/endpoints/:id/enable", s.portalSetEnabled(true), manage)
+	pt.POST("/endpoints/:id/event-types", s.portalEventTypes, manage)
 
 	// Dashboard: a session for everything, CSRF on every state change.
 	// viewer reads; operator replays, rotates, pauses, edits; admin manages
@@ -149,6 +161,7 @@ func (s *Server) routes() {
 	d.POST("/partners/:id/portal-links/:lid/revoke", s.partnerPortalRevokeLink, operator)
 	d.POST("/partners/:id/portal-sessions/revoke", s.partnerPortalRevokeAll, operator)
 	d.POST("/partners/:id/portal-sessions/:sid/revoke", s.partnerPortalRevokeSession, operator)
+	d.POST("/partners/:id/portal-manage", s.partnerPortalManage, operator)
 	d.GET("/partners/:id/endpoints/new", s.endpointNew, operator)
 	d.POST("/partners/:id/endpoints", s.endpointCreate, operator)
 	d.GET("/endpoints/:id/edit", s.endpointEditPage, operator)

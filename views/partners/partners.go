@@ -64,6 +64,9 @@ type PortalAccess struct {
 	NewExpires time.Time
 	Now        time.Time
 	Revoked    string // what a revoke just ended, for the status line
+	// ManageEndpoints: the partner may, in its portal, create endpoints,
+	// disable and enable them and change their event types.
+	ManageEndpoints bool
 }
 
 // PortalSession is one live portal session of the partner.

@@ -43,6 +43,9 @@ type Meta struct {
 	Nav     string
 	Flashes []layout.Flash
 	Version string
+	// CanManage: the operator allows this partner to create endpoints,
+	// disable and enable them and change their event types.
+	CanManage bool
 }
 
 func documentTitle(m Meta) string {
@@ -72,6 +75,9 @@ type Endpoint struct {
 	Chart      components.ChartData
 	Secrets    Secrets
 	Dead       Dead
+	// Manage is the event types and disable / enable panel; nil unless the
+	// operator allows this partner to manage its endpoints.
+	Manage *Manage
 }
 
 // Secrets is the signing secrets panel; NewSecret is set once, right after
