@@ -36,6 +36,19 @@ func (q *Queries) ReplayJobAdvance(ctx context.Context, arg ReplayJobAdvancePara
 	return err
 }
 
+const replayJobAnyRunning = `-- name: ReplayJobAnyRunning :one
+SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running')
+`
+
+// Whether a replay is running: the maintenance loop's check, one cheap
+// read (replay_jobs_running) before it opens a transaction for a batch.
+func (q *Queries) ReplayJobAnyRunning(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, replayJobAnyRunning)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const replayJobCancel = `-- name: ReplayJobCancel :one
 UPDATE replay_jobs SET state = 'canceled', finished_at = now()
 WHERE id = $1 AND state = 'running'

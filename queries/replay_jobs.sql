@@ -36,3 +36,8 @@ SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status = 'dead')::bigint AS dead
 FROM deliveries
 WHERE replayed_at = @stamp;
+
+-- name: ReplayJobAnyRunning :one
+-- Whether a replay is running: the maintenance loop's check, one cheap
+-- read (replay_jobs_running) before it opens a transaction for a batch.
+SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running');

@@ -20,6 +20,10 @@ const replayBatch = 500
 // the job's row lock (a replica working on it makes the others skip it).
 // It reports whether a batch was written.
 func (w *Worker) replayStep(ctx context.Context) (bool, error) {
+	// Nearly always none is running: one read instead of a transaction.
+	if running, err := w.q.ReplayJobAnyRunning(ctx); err != nil || !running {
+		return false, err
+	}
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
 		return false, err
