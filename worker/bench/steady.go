@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +103,12 @@ type SteadyReport struct {
 	// Backlog samples the undelivered deliveries (pending, failed or in
 	// flight) once a second through the measured window.
 	BacklogFirst, BacklogMax, BacklogLast int
+	Backlog                               []int // every sample
+	// Sends counts the requests that reached the receiver in each second
+	// of the window (warm-up deliveries included): the worker's throughput
+	// second by second.
+	Sends              []int
+	SendsMin, SendsMax int
 	// Drain is how long after the last post every delivery was recorded.
 	Drain time.Duration
 }
@@ -245,7 +253,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		<-workerDone
 	}()
 
-	measured, warm, window, err := pace(ctx, pool, o, payload)
+	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
 	if err != nil {
 		return r, err
 	}
@@ -256,6 +264,10 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if len(measured.backlog) > 0 {
 		r.BacklogFirst, r.BacklogLast = measured.backlog[0], measured.backlog[len(measured.backlog)-1]
 		r.BacklogMax = slices.Max(measured.backlog)
+	}
+	r.Backlog, r.Sends = measured.backlog, measured.sends
+	if len(measured.sends) > 0 {
+		r.SendsMin, r.SendsMax = slices.Min(measured.sends), slices.Max(measured.sends)
 	}
 
 	// Wait until every delivery queued (warm-up included) is recorded.
@@ -333,6 +345,8 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		grew = "GREW: the worker fell behind this rate"
 	}
 	fmt.Fprintf(out, "  backlog (undelivered, each second) first %d, max %d, last %d: %s\n", r.BacklogFirst, r.BacklogMax, r.BacklogLast, grew)
+	fmt.Fprintf(out, "    each second: %s\n", joinInts(r.Backlog))
+	fmt.Fprintf(out, "  sent each second (requests/s) min %d, max %d: %s\n", r.SendsMin, r.SendsMax, joinInts(r.Sends))
 	fmt.Fprintf(out, "  drained %.1f s after the last post\n", r.Drain.Seconds())
 	return r, nil
 }
@@ -341,6 +355,7 @@ type paced struct {
 	ids       []uuid.UUID             // events queued in the measured window
 	committed map[uuid.UUID]time.Time // when each one's transaction returned
 	backlog   []int                   // undelivered deliveries, each second of the window
+	sends     []int                   // requests that reached the receiver in each second of it
 }
 
 // pace queues o.Batch events per tick of a ticker set to o.Rate events a
@@ -348,7 +363,7 @@ type paced struct {
 // transaction on one of o.Ingesters goroutines; a tick that finds them all
 // busy waits, and the ticks it misses are dropped rather than posted in a
 // burst later, so the achieved rate falls instead of the spacing.
-func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte) (m paced, warm int, window struct{ start, end time.Time }, err error) {
+func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte, sent func() int64) (m paced, warm int, window struct{ start, end time.Time }, err error) {
 	interval := time.Duration(float64(time.Second) * float64(o.Batch) / float64(o.Rate))
 	m.committed = map[uuid.UUID]time.Time{}
 	q := db.New(pool)
@@ -359,16 +374,17 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 	var wg sync.WaitGroup
 	var lastCommit time.Time
 
-	// The backlog, once a second through the measured window.
+	// The backlog and the requests sent, once a second through the
+	// measured window.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
-	sampled := make(chan []int, 1)
+	sampled := make(chan paced, 1)
 	sampleFrom := make(chan struct{})
 
 	start := time.Now()
 	measureAt := start.Add(o.Warmup)
 	end := measureAt.Add(o.Duration)
 	go func() {
-		var s []int
+		var s paced
 		defer func() { sampled <- s }()
 		select {
 		case <-sampleFrom:
@@ -377,10 +393,16 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 		}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
-		for {
+		prev := sent()
+		for first := true; ; first = false {
+			if !first {
+				n := sent()
+				s.sends = append(s.sends, int(n-prev))
+				prev = n
+			}
 			var n int
 			if err := pool.QueryRow(sampleCtx, "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed', 'in_flight')").Scan(&n); err == nil {
-				s = append(s, n)
+				s.backlog = append(s.backlog, n)
 			}
 			select {
 			case <-sampleCtx.Done():
@@ -442,7 +464,8 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 	}
 	wg.Wait()
 	stopSampling()
-	m.backlog = <-sampled
+	series := <-sampled
+	m.backlog, m.sends = series.backlog, series.sends
 	// The window spans whole ticks, from its first to the one that ended
 	// it, or to the last commit if that came later.
 	window.end = tick
@@ -506,4 +529,12 @@ func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *
 		return qt.EventNotify(ctx)
 	})
 	return ids, err
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, " ")
 }
