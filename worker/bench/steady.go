@@ -104,6 +104,11 @@ type SteadyReport struct {
 	// flight) once a second through the measured window.
 	BacklogFirst, BacklogMax, BacklogLast int
 	Backlog                               []int // every sample
+	// BacklogGrew: the last sample exceeds the first by more than a
+	// second's deliveries, and the backlog rose in at least three
+	// quarters of the seconds (a queue that swings with the machine's
+	// load and comes back is not growing).
+	BacklogGrew bool
 	// Sends counts the requests that reached the receiver in each second
 	// of the window (warm-up deliveries included): the worker's throughput
 	// second by second.
@@ -338,11 +343,18 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	fmt.Fprintf(out, "  enqueue → 1st attempt  %s\n", r.EnqueueToAttempt)
 	fmt.Fprintf(out, "    of which after the commit returned  %s\n", r.CommitToAttempt)
 	fmt.Fprintf(out, "  ingest → receipt       %s\n", r.IngestToReceipt)
-	grew := "steady"
-	// Grown: more than a second's deliveries waiting at the end, and more
-	// than twice what waited at the start.
-	if r.BacklogLast > o.Rate*o.Endpoints && r.BacklogLast > 2*r.BacklogFirst {
-		grew = "GREW: the worker fell behind this rate"
+	rises := 0
+	for i := 1; i < len(r.Backlog); i++ {
+		if r.Backlog[i] > r.Backlog[i-1] {
+			rises++
+		}
+	}
+	r.BacklogGrew = backlogGrew(r.Backlog, o.Rate*o.Endpoints)
+	grew := fmt.Sprintf("rose in %d of %d seconds: ", rises, max(len(r.Backlog)-1, 0))
+	if r.BacklogGrew {
+		grew += "GREW, the worker fell behind this rate"
+	} else {
+		grew += "no steady growth"
 	}
 	fmt.Fprintf(out, "  backlog (undelivered, each second) first %d, max %d, last %d: %s\n", r.BacklogFirst, r.BacklogMax, r.BacklogLast, grew)
 	fmt.Fprintf(out, "    each second: %s\n", joinInts(r.Backlog))
@@ -537,4 +549,17 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, " ")
+}
+
+func backlogGrew(samples []int, perSecond int) bool {
+	if len(samples) < 2 || samples[len(samples)-1] <= samples[0]+perSecond {
+		return false
+	}
+	rises := 0
+	for i := 1; i < len(samples); i++ {
+		if samples[i] > samples[i-1] {
+			rises++
+		}
+	}
+	return 4*rises >= 3*(len(samples)-1)
 }

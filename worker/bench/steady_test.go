@@ -74,3 +74,22 @@ func TestPercentiles(t *testing.T) {
 		t.Fatal("empty input")
 	}
 }
+
+// TestBacklogGrew tells a queue that keeps rising from one that swings.
+func TestBacklogGrew(t *testing.T) {
+	for _, c := range []struct {
+		samples []int
+		want    bool
+	}{
+		{[]int{12667, 17699, 22234, 26402, 30965, 35588, 40332}, true},
+		{[]int{2930, 2950, 1818, 1642, 548, 916, 400, 2393, 3723, 3214, 3871, 6011}, false}, // swings
+		{[]int{100, 9000, 200, 9500, 300, 12000}, false}, // swings, ends high
+		{[]int{0, 10, 20, 30}, false},                                                       // rises, but by less than a second's deliveries
+		{[]int{500}, false},
+		{nil, false},
+	} {
+		if got := backlogGrew(c.samples, 5000); got != c.want {
+			t.Errorf("backlogGrew(%v) = %v, want %v", c.samples, got, c.want)
+		}
+	}
+}
