@@ -83,7 +83,7 @@ func TestBacklogGrew(t *testing.T) {
 	}{
 		{[]int{12667, 17699, 22234, 26402, 30965, 35588, 40332}, true},
 		{[]int{2930, 2950, 1818, 1642, 548, 916, 400, 2393, 3723, 3214, 3871, 6011}, false}, // swings
-		{[]int{100, 9000, 200, 9500, 300, 12000}, false}, // swings, ends high
+		{[]int{100, 9000, 200, 9500, 300, 12000}, false},                                    // swings, ends high
 		{[]int{0, 10, 20, 30}, false},                                                       // rises, but by less than a second's deliveries
 		{[]int{500}, false},
 		{nil, false},
