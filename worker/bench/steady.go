@@ -112,7 +112,9 @@ type SteadyReport struct {
 	// Sends counts the requests that reached the receiver in each second
 	// of the window (warm-up deliveries included): the worker's throughput
 	// second by second.
-	Sends              []int
+	Sends []int
+	// DrainSends is the same for each whole second after the last post.
+	DrainSends         []int
 	SendsMin, SendsMax int
 	// Drain is how long after the last post every delivery was recorded.
 	Drain time.Duration
@@ -278,7 +280,13 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	// Wait until every delivery queued (warm-up included) is recorded.
 	target := int64(warm+r.Events) * int64(o.Endpoints)
 	deadline := time.Now().Add(2*time.Minute + o.Duration)
+	secAt, secCount := time.Now(), rcv.count.Load()
 	for {
+		if now := time.Now(); now.Sub(secAt) >= time.Second {
+			n := rcv.count.Load()
+			r.DrainSends = append(r.DrainSends, int(n-secCount))
+			secAt, secCount = now, n
+		}
 		if rcv.count.Load() >= target {
 			n, err := remaining(ctx, pool)
 			if err != nil {
@@ -359,7 +367,11 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	fmt.Fprintf(out, "  backlog (undelivered, each second) first %d, max %d, last %d: %s\n", r.BacklogFirst, r.BacklogMax, r.BacklogLast, grew)
 	fmt.Fprintf(out, "    each second: %s\n", joinInts(r.Backlog))
 	fmt.Fprintf(out, "  sent each second (requests/s) min %d, max %d: %s\n", r.SendsMin, r.SendsMax, joinInts(r.Sends))
-	fmt.Fprintf(out, "  drained %.1f s after the last post\n", r.Drain.Seconds())
+	fmt.Fprintf(out, "  drained %.1f s after the last post", r.Drain.Seconds())
+	if len(r.DrainSends) > 0 {
+		fmt.Fprintf(out, "; requests/s meanwhile: %s", joinInts(r.DrainSends))
+	}
+	fmt.Fprintln(out)
 	return r, nil
 }
 
