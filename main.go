@@ -997,8 +997,19 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
 	return func() (runFunc, error) {
 		if *rate != 0 {
-			if *rate < 0 || *duration <= 0 || *batch < 1 || o.Endpoints < 1 || o.Concurrency < 1 || o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
-				return nil, errors.New("--rate, --duration, --batch, --endpoints and --concurrency must be positive; --payload-bytes and --receiver-delay cannot be negative")
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"rate", *rate}, {"batch", *batch}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}} {
+				if f.v < 1 {
+					return nil, fmt.Errorf("--%s %d: want at least 1", f.name, f.v)
+				}
+			}
+			if *duration <= 0 {
+				return nil, fmt.Errorf("--duration %s: want a positive duration", *duration)
+			}
+			if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
+				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				_, err := bench.Steady(ctx, bench.SteadyOptions{

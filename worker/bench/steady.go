@@ -279,7 +279,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 
 	// Wait until every delivery queued (warm-up included) is recorded.
 	target := int64(warm+r.Events) * int64(o.Endpoints)
-	deadline := time.Now().Add(2*time.Minute + o.Duration)
+	deadline := time.Now().Add(10*time.Minute + o.Duration)
 	secAt, secCount := time.Now(), rcv.count.Load()
 	for {
 		if now := time.Now(); now.Sub(secAt) >= time.Second {
