@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -423,6 +424,15 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 				n := sent()
 				s.sends = append(s.sends, int(n-prev))
 				prev = n
+			}
+			// The posts tick at a fixed phase to this ticker, so the
+			// backlog is read at a random point between two of them:
+			// read on the tick it would always find the batch just
+			// posted not yet queued and the one before already sent.
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-time.After(time.Duration(mrand.Int64N(int64(min(interval, 500*time.Millisecond)) + 1))):
 			}
 			var n int
 			if err := pool.QueryRow(sampleCtx, "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed', 'in_flight')").Scan(&n); err == nil {
