@@ -992,7 +992,33 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	fs.StringVar(&el.DataDir, "data-dir", "", "with -eventlog: keep the populated PostgreSQL cluster here and reuse it on the next run")
 	fs.IntVar(&el.Requests, "requests", 100, "with -eventlog: timed requests per case")
 	fs.BoolVar(&el.Retention, "retention", false, "with -eventlog: afterwards run the worker's retention passes (7 days) until nothing is left to delete, and time them")
+	rate := fs.Int("rate", 0, "instead of the drain: queue this many events per second for -duration while the worker delivers them, and report their latencies")
+	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post (after a warm-up of a fifth of it, at most 2s)")
+	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
 	return func() (runFunc, error) {
+		if *rate != 0 {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"rate", *rate}, {"batch", *batch}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}} {
+				if f.v < 1 {
+					return nil, fmt.Errorf("--%s %d: want at least 1", f.name, f.v)
+				}
+			}
+			if *duration <= 0 {
+				return nil, fmt.Errorf("--duration %s: want a positive duration", *duration)
+			}
+			if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
+				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
+			}
+			return func(ctx context.Context, cfg config, log *slog.Logger) error {
+				_, err := bench.Steady(ctx, bench.SteadyOptions{
+					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Concurrency: o.Concurrency,
+					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
+				}, std.out)
+				return err
+			}, nil
+		}
 		if *eventLog {
 			if el.Events < 1000 {
 				return nil, fmt.Errorf("--events %d: want at least 1000", el.Events)

@@ -1,0 +1,587 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/embedded"
+	"github.com/hookline/hookline/db/migrations"
+	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/filter"
+	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/signing"
+	"github.com/hookline/hookline/worker/ssrf"
+)
+
+// SteadyOptions of a steady-rate run: events are queued at a fixed rate
+// while hookline's worker delivers them, and the run reports how long each
+// delivery waited, not how fast a backlog drains.
+type SteadyOptions struct {
+	Rate     int           // events per second (required)
+	Duration time.Duration // measured posting time (required)
+	// Warmup is posted at the same rate before the measured window and
+	// left out of every figure (default a fifth of Duration, at most 2 s).
+	Warmup        time.Duration
+	Endpoints     int // endpoints every event fans out to (default 100)
+	Batch         int // events per ingest transaction (default 10)
+	Concurrency   int // the worker's sends in flight (default 256)
+	PayloadBytes  int // event payload size (default 512)
+	ReceiverDelay time.Duration
+	// Ingesters bounds the ingest transactions in flight, as concurrent API
+	// requests would (default 8). When all are busy the pacing loop waits
+	// and the ticks it misses are not made up: the achieved rate shows it.
+	Ingesters   int
+	DatabaseURL string // as Options.DatabaseURL
+	Logger      *slog.Logger
+}
+
+// Percentiles of a latency distribution.
+type Percentiles struct {
+	Count              int
+	P50, P95, P99, Max time.Duration
+}
+
+func percentiles(d []time.Duration) Percentiles {
+	if len(d) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(d)
+	at := func(q float64) time.Duration { // nearest rank
+		i := int(q*float64(len(d))+0.999999) - 1
+		return d[min(max(i, 0), len(d)-1)]
+	}
+	return Percentiles{Count: len(d), P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: d[len(d)-1]}
+}
+
+func (p Percentiles) String() string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	return fmt.Sprintf("p50 %s  p95 %s  p99 %s  max %s  (%d deliveries)", ms(p.P50), ms(p.P95), ms(p.P99), ms(p.Max), p.Count)
+}
+
+// SteadyReport holds a steady-rate run's figures. Everything but
+// WarmupEvents covers the measured window only.
+type SteadyReport struct {
+	SteadyOptions
+	WarmupEvents int
+	Events       int           // events queued in the measured window
+	Deliveries   int           // their deliveries (events × endpoints)
+	Delivered    int           // of those, delivered (all, unless the run failed)
+	Window       time.Duration // from the window's first tick to its last commit
+	// AchievedRate is Events / Window, against the Rate asked for.
+	AchievedRate float64
+	// EnqueueToAttempt is, per delivery, its event's created_at (the
+	// ingest transaction's start) to the start of its first attempt.
+	EnqueueToAttempt Percentiles
+	// CommitToAttempt is, per delivery, the return of its ingest
+	// transaction's commit to the start of its first attempt: the worker's
+	// share of EnqueueToAttempt (the rest is the ingest transaction). It
+	// can be negative when the worker starts before the commit's answer
+	// reaches the poster.
+	CommitToAttempt Percentiles
+	// IngestToReceipt is, per delivery, its event's created_at to the
+	// request's arrival at the receiver (first arrival per webhook-id and
+	// endpoint).
+	IngestToReceipt Percentiles
+	// Backlog samples the undelivered deliveries (pending, failed or in
+	// flight) once a second through the measured window.
+	BacklogFirst, BacklogMax, BacklogLast int
+	Backlog                               []int // every sample
+	// BacklogGrew: the last sample exceeds the first by more than a
+	// second's deliveries, and the backlog rose in at least three
+	// quarters of the seconds (a queue that swings with the machine's
+	// load and comes back is not growing).
+	BacklogGrew bool
+	// Sends counts the requests that reached the receiver in each second
+	// of the window (warm-up deliveries included): the worker's throughput
+	// second by second.
+	Sends []int
+	// DrainSends is the same for each whole second after the last post.
+	DrainSends         []int
+	SendsMin, SendsMax int
+	// Drain is how long after the last post every delivery was recorded.
+	Drain time.Duration
+}
+
+func (o *SteadyOptions) defaults() {
+	if o.Endpoints <= 0 {
+		o.Endpoints = 100
+	}
+	if o.Batch <= 0 {
+		o.Batch = 10
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 256
+	}
+	if o.PayloadBytes <= 0 {
+		o.PayloadBytes = 512
+	}
+	if o.Ingesters <= 0 {
+		o.Ingesters = 8
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = min(2*time.Second, o.Duration/5)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// arrivals records when each (webhook-id, path) first reached the receiver.
+type arrivals struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (a *arrivals) add(id, path string, t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := id + " " + path
+	if _, ok := a.at[k]; !ok {
+		a.at[k] = t
+	}
+}
+
+func (a *arrivals) get(id, path string) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.at[id+" "+path]
+	return t, ok
+}
+
+// newTimingReceiver is the loopback partner of newReceiver that also
+// notes each request's arrival time under its webhook-id.
+func newTimingReceiver(delay time.Duration, arr *arrivals) (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{url: "http://" + ln.Addr().String()}
+	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		now := time.Now()
+		_, _ = io.Copy(io.Discard, req.Body)
+		arr.add(req.Header.Get(signing.HeaderID), req.URL.Path, now)
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		r.count.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+// Steady queues events at o.Rate per second, in transactions of o.Batch
+// events through the batch API's ingest statements, while hookline's worker
+// delivers them to a loopback receiver; it writes a report to out.
+func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, error) {
+	o.defaults()
+	r := SteadyReport{SteadyOptions: o}
+	if o.Rate <= 0 || o.Duration <= 0 {
+		return r, errors.New("steady: rate and duration must be positive")
+	}
+
+	dsn := o.DatabaseURL
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "hlbench")
+		if err != nil {
+			return r, err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(out, "starting a private PostgreSQL (fsync on)...")
+		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Logger: o.Logger})
+		if err != nil {
+			return r, err
+		}
+		defer cluster.Stop(context.WithoutCancel(ctx))
+		dsn = cluster.URL()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return r, err
+	}
+	cfg.MaxConns = int32(o.Ingesters + 24)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return r, err
+	}
+	defer pool.Close()
+	if err := migrations.Up(ctx, pool); err != nil {
+		return r, err
+	}
+
+	arr := &arrivals{at: map[string]time.Time{}}
+	rcv, err := newTimingReceiver(o.ReceiverDelay, arr)
+	if err != nil {
+		return r, err
+	}
+	defer rcv.close()
+	guard := ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, _ := secretbox.New(key, nil)
+	payload := makePayload(o.PayloadBytes)
+	if err := seed(ctx, pool, box, rcv, Options{Endpoints: o.Endpoints, Concurrency: o.Concurrency}); err != nil {
+		return r, err
+	}
+
+	fmt.Fprintf(out, "steady rate %d events/s × %d endpoints for %s (after a %s warm-up), batches of %d, payload %d B, receiver answers after %s\n",
+		o.Rate, o.Endpoints, o.Duration, o.Warmup, o.Batch, len(payload), o.ReceiverDelay)
+
+	w, err := worker.New(worker.Config{
+		Pool: pool, Box: box, Guard: guard, UserAgent: "hookline/bench",
+		Concurrency: o.Concurrency, Logger: o.Logger,
+	})
+	if err != nil {
+		return r, err
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(wctx) }()
+	defer func() {
+		stopWorker()
+		<-workerDone
+	}()
+
+	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
+	if err != nil {
+		return r, err
+	}
+	postedAt := time.Now()
+	r.WarmupEvents, r.Events, r.Window = warm, len(measured.ids), window.end.Sub(window.start)
+	r.Deliveries = r.Events * o.Endpoints
+	r.AchievedRate = float64(r.Events) / r.Window.Seconds()
+	if len(measured.backlog) > 0 {
+		r.BacklogFirst, r.BacklogLast = measured.backlog[0], measured.backlog[len(measured.backlog)-1]
+		r.BacklogMax = slices.Max(measured.backlog)
+	}
+	r.Backlog, r.Sends = measured.backlog, measured.sends
+	if len(measured.sends) > 0 {
+		r.SendsMin, r.SendsMax = slices.Min(measured.sends), slices.Max(measured.sends)
+	}
+
+	// Wait until every delivery queued (warm-up included) is recorded.
+	target := int64(warm+r.Events) * int64(o.Endpoints)
+	deadline := time.Now().Add(10*time.Minute + o.Duration)
+	secAt, secCount := time.Now(), rcv.count.Load()
+	for {
+		if now := time.Now(); now.Sub(secAt) >= time.Second {
+			n := rcv.count.Load()
+			r.DrainSends = append(r.DrainSends, int(n-secCount))
+			secAt, secCount = now, n
+		}
+		if rcv.count.Load() >= target {
+			n, err := remaining(ctx, pool)
+			if err != nil {
+				return r, err
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("steady: %d of %d requests arrived; the queue did not drain", rcv.count.Load(), target)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case err := <-workerDone:
+			workerDone <- err
+			return r, fmt.Errorf("worker stopped: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	r.Drain = time.Since(postedAt)
+
+	rows, err := pool.Query(ctx, `
+		SELECT d.event_id, e.name, ev.created_at, min(a.started_at)
+		FROM deliveries d
+		JOIN events ev ON ev.id = d.event_id
+		JOIN endpoints e ON e.id = d.endpoint_id
+		JOIN delivery_attempts a ON a.delivery_id = d.id
+		WHERE d.event_id = ANY($1) AND d.status = 'delivered'
+		GROUP BY d.id, e.name, ev.created_at`, measured.ids)
+	if err != nil {
+		return r, err
+	}
+	var toAttempt, toReceipt, fromCommit []time.Duration
+	for rows.Next() {
+		var id uuid.UUID
+		var name string
+		var created, first time.Time
+		if err := rows.Scan(&id, &name, &created, &first); err != nil {
+			rows.Close()
+			return r, err
+		}
+		toAttempt = append(toAttempt, first.Sub(created))
+		fromCommit = append(fromCommit, first.Sub(measured.committed[id]))
+		if at, ok := arr.get(id.String(), "/"+name); ok {
+			toReceipt = append(toReceipt, at.Sub(created))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r, err
+	}
+	r.Delivered = len(toAttempt)
+	r.EnqueueToAttempt, r.IngestToReceipt = percentiles(toAttempt), percentiles(toReceipt)
+	r.CommitToAttempt = percentiles(fromCommit)
+	if r.Delivered != r.Deliveries || r.IngestToReceipt.Count != r.Deliveries {
+		return r, fmt.Errorf("steady: %d deliveries queued, %d recorded as delivered, %d matched at the receiver", r.Deliveries, r.Delivered, r.IngestToReceipt.Count)
+	}
+
+	fmt.Fprintf(out, "  events queued       %8d  (%d deliveries; %d more events in the warm-up)\n", r.Events, r.Deliveries, r.WarmupEvents)
+	fmt.Fprintf(out, "  achieved rate       %8.0f events/s  (%.0f deliveries/s; asked %d)\n", r.AchievedRate, r.AchievedRate*float64(o.Endpoints), o.Rate)
+	fmt.Fprintf(out, "  enqueue → 1st attempt  %s\n", r.EnqueueToAttempt)
+	fmt.Fprintf(out, "    of which after the commit returned  %s\n", r.CommitToAttempt)
+	fmt.Fprintf(out, "  ingest → receipt       %s\n", r.IngestToReceipt)
+	rises := 0
+	for i := 1; i < len(r.Backlog); i++ {
+		if r.Backlog[i] > r.Backlog[i-1] {
+			rises++
+		}
+	}
+	r.BacklogGrew = backlogGrew(r.Backlog, o.Rate*o.Endpoints)
+	grew := fmt.Sprintf("rose in %d of %d seconds: ", rises, max(len(r.Backlog)-1, 0))
+	if r.BacklogGrew {
+		grew += "GREW, the worker fell behind this rate"
+	} else {
+		grew += "no steady growth"
+	}
+	fmt.Fprintf(out, "  backlog (undelivered, each second) first %d, max %d, last %d: %s\n", r.BacklogFirst, r.BacklogMax, r.BacklogLast, grew)
+	fmt.Fprintf(out, "    each second: %s\n", joinInts(r.Backlog))
+	fmt.Fprintf(out, "  sent each second (requests/s) min %d, max %d: %s\n", r.SendsMin, r.SendsMax, joinInts(r.Sends))
+	fmt.Fprintf(out, "  drained %.1f s after the last post", r.Drain.Seconds())
+	if len(r.DrainSends) > 0 {
+		fmt.Fprintf(out, "; requests/s meanwhile: %s", joinInts(r.DrainSends))
+	}
+	fmt.Fprintln(out)
+	return r, nil
+}
+
+type paced struct {
+	ids       []uuid.UUID             // events queued in the measured window
+	committed map[uuid.UUID]time.Time // when each one's transaction returned
+	backlog   []int                   // undelivered deliveries, each second of the window
+	sends     []int                   // requests that reached the receiver in each second of it
+}
+
+// pace queues o.Batch events per tick of a ticker set to o.Rate events a
+// second, for o.Warmup and then o.Duration. Each batch is its own
+// transaction on one of o.Ingesters goroutines; a tick that finds them all
+// busy waits, and the ticks it misses are dropped rather than posted in a
+// burst later, so the achieved rate falls instead of the spacing.
+func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte, sent func() int64) (m paced, warm int, window struct{ start, end time.Time }, err error) {
+	interval := time.Duration(float64(time.Second) * float64(o.Batch) / float64(o.Rate))
+	m.committed = map[uuid.UUID]time.Time{}
+	q := db.New(pool)
+	var cache filter.Cache
+	sem := make(chan struct{}, o.Ingesters)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	var lastCommit time.Time
+
+	// The backlog and the requests sent, once a second through the
+	// measured window.
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan paced, 1)
+	sampleFrom := make(chan struct{})
+
+	start := time.Now()
+	measureAt := start.Add(o.Warmup)
+	end := measureAt.Add(o.Duration)
+	go func() {
+		var s paced
+		defer func() { sampled <- s }()
+		select {
+		case <-sampleFrom:
+		case <-sampleCtx.Done():
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		prev := sent()
+		for first := true; ; first = false {
+			if !first {
+				n := sent()
+				s.sends = append(s.sends, int(n-prev))
+				prev = n
+			}
+			// The posts tick at a fixed phase to this ticker, so the
+			// backlog is read at a random point between two of them:
+			// read on the tick it would always find the batch just
+			// posted not yet queued and the one before already sent.
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-time.After(time.Duration(mrand.Int64N(int64(min(interval, 500*time.Millisecond)) + 1))):
+			}
+			var n int
+			if err := pool.QueryRow(sampleCtx, "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed', 'in_flight')").Scan(&n); err == nil {
+				s.backlog = append(s.backlog, n)
+			}
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	inWindow := false
+	tick := start
+	for {
+		if !inWindow && !tick.Before(measureAt) {
+			inWindow = true
+			window.start = tick
+			close(sampleFrom)
+		}
+		measuredBatch := inWindow
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ids, err := ingestBatch(ctx, pool, q, &cache, o.Batch, payload)
+			at := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				firstErr = cmpErr(firstErr, err)
+				return
+			}
+			if measuredBatch {
+				m.ids = append(m.ids, ids...)
+				for _, id := range ids {
+					m.committed[id] = at
+				}
+				if at.After(lastCommit) {
+					lastCommit = at
+				}
+			} else {
+				warm += len(ids)
+			}
+		})
+		select {
+		case tick = <-ticker.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil || !tick.Before(end) {
+			break
+		}
+	}
+	wg.Wait()
+	stopSampling()
+	series := <-sampled
+	m.backlog, m.sends = series.backlog, series.sends
+	// The window spans whole ticks, from its first to the one that ended
+	// it, or to the last commit if that came later.
+	window.end = tick
+	if lastCommit.After(tick) {
+		window.end = lastCommit
+	}
+	if err == nil {
+		err = firstErr
+	}
+	if err == nil && !inWindow {
+		err = errors.New("steady: nothing was posted in the measured window")
+	}
+	return m, warm, window, err
+}
+
+func cmpErr(prev, err error) error {
+	if prev != nil {
+		return prev
+	}
+	return err
+}
+
+// ingestBatch stores n events and their fan-out in one transaction with
+// the statements POST /api/v1/events/batch runs (web's storeEvents: the
+// insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
+func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *filter.Cache, n int, payload []byte) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, n)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		qt := q.WithTx(tx)
+		ev := make([]db.EventInsertBatchParams, n)
+		for i := range n {
+			ids[i], _ = uuid.NewV7()
+			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: "conversion.approved", Payload: payload}
+		}
+		var berr error
+		qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
+		if berr != nil {
+			return berr
+		}
+		rows, err := qt.EndpointFilters(ctx)
+		if err != nil {
+			return err
+		}
+		filters := make([]filter.Endpoint, len(rows))
+		for i, r := range rows {
+			f, err := cache.Compile(r.Filter)
+			if err != nil {
+				return err
+			}
+			filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
+		}
+		fan := make([]db.DeliveryFanOutBatchParams, n)
+		for i := range n {
+			fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: "conversion.approved",
+				ExcludedEndpointIds: filter.Rejecting(filters, payload)}
+		}
+		qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
+		if berr != nil {
+			return berr
+		}
+		return qt.EventNotify(ctx)
+	})
+	return ids, err
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, " ")
+}
+
+func backlogGrew(samples []int, perSecond int) bool {
+	if len(samples) < 2 || samples[len(samples)-1] <= samples[0]+perSecond {
+		return false
+	}
+	rises := 0
+	for i := 1; i < len(samples); i++ {
+		if samples[i] > samples[i-1] {
+			rises++
+		}
+	}
+	return 4*rises >= 3*(len(samples)-1)
+}
