@@ -402,34 +402,8 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	for done := 0; done < events; done += 1000 {
 		n := min(1000, events-done)
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			qt := q.WithTx(tx)
-			rows, err := qt.EndpointFilters(ctx)
-			if err != nil {
-				return err
-			}
-			filters := make([]filter.Endpoint, len(rows))
-			for i, r := range rows {
-				f, err := cache.Compile(r.Filter)
-				if err != nil {
-					return err
-				}
-				filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
-			}
-			ev := make([]db.EventInsertBatchParams, n)
-			fan := make([]db.DeliveryFanOutBatchParams, n)
-			for i := range n {
-				id, _ := uuid.NewV7()
-				ev[i] = db.EventInsertBatchParams{ID: id, Type: "conversion.approved", Payload: payload}
-				fan[i] = db.DeliveryFanOutBatchParams{EventID: id, EventType: "conversion.approved",
-					ExcludedEndpointIds: filter.Rejecting(filters, payload)}
-			}
-			var berr error
-			qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
-			if berr != nil {
-				return berr
-			}
-			qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
-			return berr
+			_, err := ingest(ctx, q.WithTx(tx), &cache, n, payload)
+			return err
 		})
 		if err != nil {
 			return Phase{}, err
@@ -440,6 +414,44 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	// builds up.
 	_, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events; ANALYZE endpoints; ANALYZE endpoint_health")
 	return Phase{Count: o.Deliveries, Duration: d}, err
+}
+
+// ingest stores n events and their fan-out in tx's transaction with the
+// statements POST /api/v1/events/batch runs (web's storeEvents: the insert
+// batch, the endpoints' filters evaluated in Go, the fan-out batch), and
+// returns the events' ids. The caller commits, and notifies the workers
+// when they run meanwhile.
+func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, payload []byte) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, n)
+	ev := make([]db.EventInsertBatchParams, n)
+	for i := range n {
+		ids[i], _ = uuid.NewV7()
+		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: "conversion.approved", Payload: payload}
+	}
+	var berr error
+	qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
+	if berr != nil {
+		return nil, berr
+	}
+	rows, err := qt.EndpointFilters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	filters := make([]filter.Endpoint, len(rows))
+	for i, r := range rows {
+		f, err := cache.Compile(r.Filter)
+		if err != nil {
+			return nil, err
+		}
+		filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
+	}
+	fan := make([]db.DeliveryFanOutBatchParams, n)
+	for i := range n {
+		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: "conversion.approved",
+			ExcludedEndpointIds: filter.Rejecting(filters, payload)}
+	}
+	qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
+	return ids, berr
 }
 
 // warmUp drains a small queue with hookline's worker, untimed, and empties

@@ -526,39 +526,12 @@ func cmpErr(prev, err error) error {
 // the statements POST /api/v1/events/batch runs (web's storeEvents: the
 // insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
 func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *filter.Cache, n int, payload []byte) ([]uuid.UUID, error) {
-	ids := make([]uuid.UUID, n)
+	var ids []uuid.UUID
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		qt := q.WithTx(tx)
-		ev := make([]db.EventInsertBatchParams, n)
-		for i := range n {
-			ids[i], _ = uuid.NewV7()
-			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: "conversion.approved", Payload: payload}
-		}
-		var berr error
-		qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
-		if berr != nil {
-			return berr
-		}
-		rows, err := qt.EndpointFilters(ctx)
-		if err != nil {
+		var err error
+		if ids, err = ingest(ctx, qt, cache, n, payload); err != nil {
 			return err
-		}
-		filters := make([]filter.Endpoint, len(rows))
-		for i, r := range rows {
-			f, err := cache.Compile(r.Filter)
-			if err != nil {
-				return err
-			}
-			filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
-		}
-		fan := make([]db.DeliveryFanOutBatchParams, n)
-		for i := range n {
-			fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: "conversion.approved",
-				ExcludedEndpointIds: filter.Rejecting(filters, payload)}
-		}
-		qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
-		if berr != nil {
-			return berr
 		}
 		return qt.EventNotify(ctx)
 	})
