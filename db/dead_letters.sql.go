@@ -372,12 +372,13 @@ SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
        count(*) FILTER (WHERE status = 'dead')::bigint AS dead
 FROM deliveries
-WHERE replayed_at = $1 AND endpoint_id = $2
+WHERE replayed_at = $1
+  AND ($2::bigint IS NULL OR endpoint_id = $2::bigint)
 `
 
 type ReplayProgressParams struct {
 	ReplayedAt *time.Time
-	EndpointID int64
+	EndpointID *int64
 }
 
 type ReplayProgressRow struct {
@@ -386,8 +387,9 @@ type ReplayProgressRow struct {
 	Dead      int64
 }
 
-// How the deliveries of one replay (one endpoint, one replay timestamp) are
-// doing: delivered, still waiting, or dead again.
+// How the deliveries of one replay (one replay timestamp: a dead-letter
+// replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
+// doing: delivered, still waiting, or dead again (deliveries_replayed).
 func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) (ReplayProgressRow, error) {
 	row := q.db.QueryRow(ctx, replayProgress, arg.ReplayedAt, arg.EndpointID)
 	var i ReplayProgressRow

@@ -224,25 +224,3 @@ func (q *Queries) ReplayJobList(ctx context.Context, rowLimit int32) ([]ReplayJo
 	}
 	return items, nil
 }
-
-const replayJobProgress = `-- name: ReplayJobProgress :one
-SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
-       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
-       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
-FROM deliveries
-WHERE replayed_at = $1
-`
-
-type ReplayJobProgressRow struct {
-	Delivered int64
-	Waiting   int64
-	Dead      int64
-}
-
-// How the deliveries a job re-queued are doing (deliveries_replayed).
-func (q *Queries) ReplayJobProgress(ctx context.Context, stamp *time.Time) (ReplayJobProgressRow, error) {
-	row := q.db.QueryRow(ctx, replayJobProgress, stamp)
-	var i ReplayJobProgressRow
-	err := row.Scan(&i.Delivered, &i.Waiting, &i.Dead)
-	return i, err
-}

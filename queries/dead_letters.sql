@@ -104,13 +104,15 @@ WHERE e.id = d.endpoint_id AND d.status = 'dead'
 RETURNING d.id, d.replayed_at;
 
 -- name: ReplayProgress :one
--- How the deliveries of one replay (one endpoint, one replay timestamp) are
--- doing: delivered, still waiting, or dead again.
+-- How the deliveries of one replay (one replay timestamp: a dead-letter
+-- replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
+-- doing: delivered, still waiting, or dead again (deliveries_replayed).
 SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
        count(*) FILTER (WHERE status = 'dead')::bigint AS dead
 FROM deliveries
-WHERE replayed_at = @replayed_at AND endpoint_id = @endpoint_id;
+WHERE replayed_at = @replayed_at
+  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id')::bigint);
 
 -- name: DeadLetterCountSince :one
 -- How many dead letters an endpoint has since a time (shown before a bulk

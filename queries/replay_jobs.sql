@@ -29,14 +29,6 @@ UPDATE replay_jobs SET state = 'canceled', finished_at = now()
 WHERE id = @id AND state = 'running'
 RETURNING *;
 
--- name: ReplayJobProgress :one
--- How the deliveries a job re-queued are doing (deliveries_replayed).
-SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
-       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
-       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
-FROM deliveries
-WHERE replayed_at = @stamp;
-
 -- name: ReplayJobAnyRunning :one
 -- Whether a replay is running: the maintenance loop's check, one cheap
 -- read (replay_jobs_running) before it opens a transaction for a batch.

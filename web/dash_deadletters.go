@@ -177,7 +177,7 @@ func (s *Server) replayProgress(c echo.Context) error {
 	if err1 != nil || err2 != nil {
 		return invalidField("at", "not a replay")
 	}
-	r, err := s.q.ReplayProgress(c.Request().Context(), db.ReplayProgressParams{ReplayedAt: &at, EndpointID: id})
+	r, err := s.q.ReplayProgress(c.Request().Context(), db.ReplayProgressParams{ReplayedAt: &at, EndpointID: &id})
 	if err != nil {
 		return err
 	}

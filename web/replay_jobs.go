@@ -136,7 +136,7 @@ func (s *Server) replayJob(ctx context.Context, id int64) (replayJobView, error)
 	if err != nil {
 		return replayJobView{}, fmt.Errorf("load replay %d: %w", id, err)
 	}
-	p, err := s.q.ReplayJobProgress(ctx, &j.Stamp)
+	p, err := s.q.ReplayProgress(ctx, db.ReplayProgressParams{ReplayedAt: &j.Stamp})
 	if err != nil {
 		return replayJobView{}, fmt.Errorf("replay %d progress: %w", id, err)
 	}
