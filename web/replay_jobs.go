@@ -151,8 +151,10 @@ func (s *Server) replayJob(ctx context.Context, id int64) (replayJobView, error)
 // cancelReplayJob stops a running bulk replay (what it re-queued stays
 // queued) and audits it; a replay that is not running is a 409.
 func (s *Server) cancelReplayJob(ctx context.Context, id int64, actor string) error {
-	if _, err := s.replayJob(ctx, id); err != nil {
-		return err
+	if _, err := s.q.ReplayJobGet(ctx, id); errors.Is(err, pgx.ErrNoRows) {
+		return notFound("replay")
+	} else if err != nil {
+		return fmt.Errorf("load replay %d: %w", id, err)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
