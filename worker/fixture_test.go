@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,10 +294,36 @@ func (e *env) waitFor(what string, cond func() bool) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
+			e.t.Fatalf("timed out waiting for %s; deliveries:\n%s", what, e.deliveryStates())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// deliveryStates lists every delivery's state, for a failure message that
+// says why the awaited send never happened.
+func (e *env) deliveryStates() string {
+	rows, err := e.pool.Query(context.Background(), `
+		SELECT id, status, attempt_count, next_attempt_at, lease_expires_at,
+		       coalesce(last_error_class, ''), coalesce(last_error, '')
+		FROM deliveries ORDER BY id`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var attempts int32
+		var status, class, msg string
+		var next time.Time
+		var lease *time.Time
+		if err := rows.Scan(&id, &status, &attempts, &next, &lease, &class, &msg); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "  %d %s attempts=%d next=%s lease=%v %s %s\n", id, status, attempts, next.Format(time.RFC3339Nano), lease, class, msg)
+	}
+	return b.String()
 }
 
 // claimsNothing waits until each worker has completed two claim passes
