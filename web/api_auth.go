@@ -1,14 +1,13 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/web/account"
 )
 
@@ -37,7 +36,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 			return errUnauthorized
 		}
 		row, err := s.q.APIKeyAuthenticate(c.Request().Context(), account.HashAPIKey(strings.TrimSpace(key)))
-		if errors.Is(err, pgx.ErrNoRows) {
+		if db.NoRows(err) {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookline", error="invalid_token"`)
 			return errUnauthorized
 		}

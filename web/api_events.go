@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -151,11 +149,8 @@ func (s *Server) apiEventGet(c echo.Context) error {
 		return notFound("event")
 	}
 	ev, dels, attempts, err := s.eventRecord(c.Request().Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("event")
-	}
 	if err != nil {
-		return err
+		return missing(err, "event")
 	}
 	byDelivery := map[int64][]attemptJSON{}
 	for _, a := range attempts {

@@ -1,12 +1,10 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -66,10 +64,7 @@ func (s *Server) apiEndpointAttempts(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if _, err := s.q.EndpointGet(ctx, id); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("endpoint")
-		}
-		return err
+		return missing(err, "endpoint")
 	}
 	rows, err := s.q.AttemptPageByEndpoint(ctx, p)
 	if err != nil {

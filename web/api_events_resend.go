@@ -2,9 +2,9 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
+	"github.com/hookline/hookline/db"
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
@@ -32,14 +32,11 @@ func (s *Server) resend(ctx context.Context, id int64, actor string) (string, er
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		before, err := q.DeliveryGet(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("delivery")
-		}
 		if err != nil {
-			return err
+			return missing(err, "delivery")
 		}
 		row, err := q.DeliveryResend(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if db.NoRows(err) {
 			// In flight, now or since it was read: the worker holds it.
 			return conflict("", "the delivery is being sent right now; resend it once the attempt has finished")
 		}

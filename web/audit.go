@@ -3,10 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookline/hookline/db"
 )
@@ -28,9 +25,4 @@ func audit(ctx context.Context, q *db.Queries, actor, action, targetType string,
 	return q.AuditRecord(ctx, db.AuditRecordParams{
 		Actor: actor, Action: action, TargetType: targetType, TargetID: target, Details: b,
 	})
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

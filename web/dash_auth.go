@@ -2,7 +2,6 @@ package web
 
 import (
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,9 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/sessions"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/login"
 	"github.com/hookline/hookline/web/account"
@@ -69,7 +68,7 @@ func (s *Server) loginSubmit(c echo.Context) error {
 	}
 	u, err := s.q.UserGetByEmail(r.Context(), email)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case db.NoRows(err):
 		account.DummyCheck(password)
 	case err != nil:
 		return err

@@ -73,7 +73,7 @@ func (s *Server) deadLetterCluster(c echo.Context) error {
 	list := make([]deadletters.Delivery, 0, len(rows))
 	for _, r := range rows {
 		d := deadletters.Delivery{ID: r.ID, EventID: r.EventID.String(), EventType: r.EventType, Attempts: r.AttemptCount,
-			Error: derefS(r.LastError), ReplayCount: r.ReplayCount}
+			Error: deref(r.LastError), ReplayCount: r.ReplayCount}
 		if r.DeadAt != nil {
 			d.DeadAt = *r.DeadAt
 		}

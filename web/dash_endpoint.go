@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -21,7 +19,6 @@ import (
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/secretbox"
-	"github.com/hookline/hookline/worker/signing"
 )
 
 // endpointPage: GET /endpoints/:id[?attempts=failed][&status_code=N]
@@ -133,50 +130,6 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 	return s.render(c, http.StatusOK, endpoint.TestResultView(res))
 }
 
-// savedTestFireConfig is a saved endpoint's configuration and signing keys,
-// as a test fire of it sends them.
-func (s *Server) savedTestFireConfig(ctx context.Context, id int64) (endpointConfig, [][]byte, error) {
-	e, err := s.q.EndpointGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return endpointConfig{}, nil, notFound("endpoint")
-	}
-	if err != nil {
-		return endpointConfig{}, nil, err
-	}
-	in := inputFromEndpoint(e)
-	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
-		return endpointConfig{}, nil, err
-	}
-	cfg, _ := validateEndpoint(in, s.guard)
-	cfg.URL = e.URL // stored as saved, even if a later rule would refuse it now
-	keys, err := s.activeKeys(ctx, id)
-	if err != nil {
-		return endpointConfig{}, nil, err
-	}
-	return cfg, keys, nil
-}
-
-// activeKeys decrypts the endpoint's signing keys, newest first.
-func (s *Server) activeKeys(ctx context.Context, id int64) ([][]byte, error) {
-	rows, err := s.q.EndpointSecretListActive(ctx, db.EndpointSecretListActiveParams{EndpointID: id})
-	if err != nil {
-		return nil, err
-	}
-	keys := make([][]byte, 0, len(rows))
-	for _, r := range rows {
-		plain, err := s.box.Open(id, r.Ciphertext)
-		if err != nil {
-			return nil, err
-		}
-		k, err := signing.ParseSecret(string(plain))
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
 // endpointRotate: POST /endpoints/:id/rotate (operator) — the new secret is
 // in this response only.
 func (s *Server) endpointRotate(c echo.Context) error {
@@ -258,7 +211,7 @@ func (s *Server) endpointChart(ctx context.Context, e db.Endpoint) (components.C
 		if i < 0 || i >= slots || r.Count == 0 {
 			continue
 		}
-		c.Points[i] = components.SparkPoint{P50: deref0(r.P50Ms), P95: deref0(r.P95Ms), P99: deref0(r.P99Ms), Count: int(r.Count)}
+		c.Points[i] = components.SparkPoint{P50: deref(r.P50Ms), P95: deref(r.P95Ms), P99: deref(r.P99Ms), Count: int(r.Count)}
 	}
 	return c, nil
 }
@@ -364,8 +317,8 @@ func (s *Server) attemptLog(ctx context.Context, id int64, page attemptPage) (en
 	for _, r := range rows {
 		out.List = append(out.List, endpoint.Attempt{
 			At: r.StartedAt, DeliveryID: r.DeliveryID, EventID: r.EventID.String(), AttemptNo: r.AttemptNo,
-			Outcome: r.Outcome, StatusCode: int(deref32(r.StatusCode)), Class: derefS(r.ErrorClass),
-			DurationMs: r.DurationMs, Error: derefS(r.Error), Excerpt: derefS(r.ResponseExcerpt),
+			Outcome: r.Outcome, StatusCode: int(deref(r.StatusCode)), Class: deref(r.ErrorClass),
+			DurationMs: r.DurationMs, Error: deref(r.Error), Excerpt: deref(r.ResponseExcerpt),
 		})
 	}
 	return out, nil
@@ -393,7 +346,7 @@ func configView(r db.EndpointGetWithHealthRow) endpoint.Config {
 		Enabled: e.Enabled, DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, Rate: "unlimited",
 	}
 	if e.RatePerSec != nil {
-		c.Rate = fmt.Sprintf("%g per second, burst %d", *e.RatePerSec, deref32(e.Burst))
+		c.Rate = fmt.Sprintf("%g per second, burst %d", *e.RatePerSec, deref(e.Burst))
 	}
 	c.HeaderNames, _ = secretbox.HeaderNames(e.Headers)
 	sort.Strings(c.HeaderNames)
@@ -413,27 +366,4 @@ func retryWindow(maxAttempts int) string {
 		return fmt.Sprintf("%.1f h", d.Hours())
 	}
 	return fmt.Sprintf("%.1f days", d.Hours()/24)
-}
-
-func deref32(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func derefS(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-// endpointWithHealth loads an endpoint with its health, or a 404.
-func (s *Server) endpointWithHealth(ctx context.Context, id int64) (db.EndpointGetWithHealthRow, error) {
-	r, err := s.q.EndpointGetWithHealth(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, notFound("endpoint")
-	}
-	return r, err
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -473,7 +472,7 @@ func (s *Server) formTestFire(c echo.Context) error {
 	// From an edit form, masked header values stand for the stored ones.
 	if id, ok := parseID(c.FormValue("endpoint_id")); ok {
 		cur, err := s.q.EndpointGet(c.Request().Context(), id)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil && !db.NoRows(err) {
 			return err
 		}
 		if err == nil {

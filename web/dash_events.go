@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -84,7 +83,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 		}
 	}
 	for _, r := range rows {
-		row := events.Row{ID: r.ID.String(), Type: r.Type, CreatedAt: r.CreatedAt, IdempotencyKey: derefS(r.IdempotencyKey), Deliveries: chips[r.ID]}
+		row := events.Row{ID: r.ID.String(), Type: r.Type, CreatedAt: r.CreatedAt, IdempotencyKey: deref(r.IdempotencyKey), Deliveries: chips[r.ID]}
 		for i, k := range r.SearchKeys {
 			if i < len(r.SearchValues) {
 				row.SearchKeys = append(row.SearchKeys, events.KeyValue{Key: k, Value: r.SearchValues[i]})
@@ -190,7 +189,7 @@ func (s *Server) eventPageView(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	ev, dels, attempts, err := s.eventRecord(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if db.NoRows(err) {
 		return s.eventNotFound(c, raw)
 	}
 	if err != nil {
@@ -198,7 +197,7 @@ func (s *Server) eventPageView(c echo.Context) error {
 	}
 	pr := principalOf(c)
 	page := event.Page{
-		ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, IdempotencyKey: derefS(ev.IdempotencyKey),
+		ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, IdempotencyKey: deref(ev.IdempotencyKey),
 		Payload: prettyJSON(ev.Payload), CanOperate: pr.can(account.RoleOperator), CSRF: pr.CSRF, Now: s.now(),
 	}
 	for i, k := range ev.SearchKeys {
@@ -239,7 +238,7 @@ func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.Delivery
 	byDelivery := map[int64][]event.Attempt{}
 	for _, a := range attempts {
 		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
-			Class: derefS(a.ErrorClass), Error: derefS(a.Error), Excerpt: derefS(a.ResponseExcerpt)}
+			Class: deref(a.ErrorClass), Error: deref(a.Error), Excerpt: deref(a.ResponseExcerpt)}
 		if a.StatusCode != nil {
 			at.StatusCode = int(*a.StatusCode)
 		}
@@ -325,11 +324,8 @@ func (s *Server) deliveryResendForm(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	d, err := s.q.DeliveryGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("delivery")
-	}
 	if err != nil {
-		return err
+		return missing(err, "delivery")
 	}
 	back := "/events/" + url.PathEscape(d.EventID.String())
 	if _, err := s.resend(ctx, id, principalOf(c).actor()); err != nil {

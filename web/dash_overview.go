@@ -126,18 +126,11 @@ func alertView(a alert, now time.Time) components.AlertData {
 		case e.Dead > 0:
 			label += fmt.Sprintf(" (%d dead)", e.Dead)
 		case e.RecentP95Ms != nil || e.P95Ms != nil:
-			label += " (P95 " + components.Ms(max(deref0(e.RecentP95Ms), deref0(e.P95Ms))) + ")"
+			label += " (P95 " + components.Ms(max(deref(e.RecentP95Ms), deref(e.P95Ms))) + ")"
 		}
 		v.Links = append(v.Links, components.Link{Label: label, Href: endpointHref(e.ID)})
 	}
 	return v
-}
-
-func deref0(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // pipelineChart merges every endpoint's 15-minute histograms of the last 6
@@ -175,13 +168,11 @@ func (s *Server) pipelineChart(ctx context.Context) (components.ChartData, error
 		if h == nil || h.Count() == 0 {
 			continue
 		}
-		c.Points[i] = components.SparkPoint{P50: ms(h.Quantile(0.5)), P95: ms(h.Quantile(0.95)), P99: ms(h.Quantile(0.99)), Count: int(h.Count())}
+		c.Points[i] = components.SparkPoint{P50: latency.Ms(h.Quantile(0.5)), P95: latency.Ms(h.Quantile(0.95)), P99: latency.Ms(h.Quantile(0.99)), Count: int(h.Count())}
 	}
 	s.chart, s.chartAt = c, now
 	return c, nil
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // chartCache is the overview chart's short cache.
 type chartCache struct {

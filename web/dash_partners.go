@@ -128,29 +128,12 @@ func (s *Server) partnerSave(c echo.Context) error {
 	ctx := c.Request().Context()
 	var saved db.Partner
 	if len(errs) == 0 {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			q := s.q.WithTx(tx)
-			var err error
-			if id == 0 {
-				saved, err = q.PartnerCreate(ctx, db.PartnerCreateParams{Name: in.Name, Contact: in.Contact, Notes: in.Notes})
-			} else {
-				saved, err = q.PartnerUpdate(ctx, db.PartnerUpdateParams{ID: id, Name: in.Name, Contact: in.Contact, Notes: in.Notes})
-			}
-			if isUniqueViolation(err) {
-				return conflict("name", "a partner with this name already exists")
-			}
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("partner")
-			}
-			if err != nil {
-				return err
-			}
-			action := "partner.update"
-			if id == 0 {
-				action = "partner.create"
-			}
-			return audit(ctx, q, principalOf(c).actor(), action, "partner", saved.ID, map[string]any{"name": saved.Name})
-		})
+		var err error
+		if id == 0 {
+			saved, err = s.createPartner(ctx, in, principalOf(c).actor())
+		} else {
+			saved, err = s.editPartner(ctx, id, principalOf(c).actor(), func(db.Partner) (partnerInput, error) { return in, nil })
+		}
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Field != "" {
 			f.Errors[ae.Field] = ae.Message
@@ -184,11 +167,8 @@ func (s *Server) partnerArchive(c echo.Context) error {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		p, err := q.PartnerSetArchived(ctx, db.PartnerSetArchivedParams{ID: id, Archived: archive})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("partner")
-		}
 		if err != nil {
-			return err
+			return missing(err, "partner")
 		}
 		action := "partner.unarchive"
 		details := map[string]any{"name": p.Name}

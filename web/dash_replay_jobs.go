@@ -122,7 +122,7 @@ func (s *Server) replayJobPage(c echo.Context) error {
 	}
 	p := principalOf(c)
 	j := replay.Job{
-		ID: v.ID, State: v.State, Status: v.Filter.Status, Q: derefS(v.Filter.Q), EventType: derefS(v.Filter.EventType),
+		ID: v.ID, State: v.State, Status: v.Filter.Status, Q: deref(v.Filter.Q), EventType: deref(v.Filter.EventType),
 		Since: v.Filter.Since, Until: v.Filter.Until, Total: v.Total, Replayed: v.Replayed,
 		Delivered: v.Delivered, Waiting: v.Waiting, Dead: v.Dead, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt,
 		FinishedAt: v.FinishedAt, CanOperate: p.can(account.RoleOperator), CSRF: p.CSRF,

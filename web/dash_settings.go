@@ -73,11 +73,8 @@ func (s *Server) apiKeyRevoke(c echo.Context) error {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.APIKeyRevoke(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("active API key")
-		}
 		if err != nil {
-			return err
+			return missing(err, "active API key")
 		}
 		return audit(ctx, q, principalOf(c).actor(), "api_key.revoke", "api_key", row.ID, map[string]any{"name": row.Name, "prefix": row.Prefix})
 	})
@@ -196,11 +193,8 @@ func (s *Server) changeUser(c echo.Context, action string, change func(*db.Queri
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		u, err := q.UserGet(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("user")
-		}
 		if err != nil {
-			return err
+			return missing(err, "user")
 		}
 		if err := change(q, u); err != nil {
 			return err

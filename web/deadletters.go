@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -190,7 +189,7 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 			details["cluster"] = sel.Cluster
 		default:
 			if _, err := q.EndpointGet(ctx, sel.EndpointID); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
+				if db.NoRows(err) {
 					return invalidField("endpoint_id", "no endpoint with this id")
 				}
 				return err

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,10 +38,7 @@ func (s *Server) rotateSecret(ctx context.Context, endpointID int64, overlapSeco
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.EndpointGetForUpdate(ctx, endpointID); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("endpoint")
-			}
-			return err
+			return missing(err, "endpoint")
 		}
 		sealed, err := s.box.Seal(endpointID, []byte(secret))
 		if err != nil {
@@ -79,11 +75,8 @@ func (s *Server) breakerAction(ctx context.Context, endpointID int64, action, ac
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.EndpointHealthGetForUpdate(ctx, endpointID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("endpoint")
-		}
 		if err != nil {
-			return err
+			return missing(err, "endpoint")
 		}
 		p := breaker.DefaultPolicy()
 		h := breaker.Health{State: breaker.State(row.State), ConsecutiveFailures: int(row.ConsecutiveFailures),
@@ -128,4 +121,45 @@ func (s *Server) breakerAction(ctx context.Context, endpointID int64, action, ac
 		return err
 	})
 	return out, err
+}
+
+// savedTestFireConfig is a saved endpoint's configuration and signing keys,
+// as a test fire of it sends them.
+func (s *Server) savedTestFireConfig(ctx context.Context, id int64) (endpointConfig, [][]byte, error) {
+	e, err := s.q.EndpointGet(ctx, id)
+	if err != nil {
+		return endpointConfig{}, nil, missing(err, "endpoint")
+	}
+	in := inputFromEndpoint(e)
+	if in.Headers, err = s.box.OpenHeaders(e.ID, e.Headers); err != nil {
+		return endpointConfig{}, nil, err
+	}
+	cfg, _ := validateEndpoint(in, s.guard)
+	cfg.URL = e.URL // stored as saved, even if a later rule would refuse it now
+	keys, err := s.activeKeys(ctx, id)
+	if err != nil {
+		return endpointConfig{}, nil, err
+	}
+	return cfg, keys, nil
+}
+
+// activeKeys decrypts the endpoint's signing keys, newest first.
+func (s *Server) activeKeys(ctx context.Context, id int64) ([][]byte, error) {
+	rows, err := s.q.EndpointSecretListActive(ctx, db.EndpointSecretListActiveParams{EndpointID: id})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([][]byte, 0, len(rows))
+	for _, r := range rows {
+		plain, err := s.box.Open(id, r.Ciphertext)
+		if err != nil {
+			return nil, err
+		}
+		k, err := signing.ParseSecret(string(plain))
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }

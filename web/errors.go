@@ -3,11 +3,13 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 
+	"github.com/hookline/hookline/db"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 )
@@ -31,6 +33,16 @@ func invalidField(field, msg string) error {
 
 func notFound(what string) error {
 	return &apiError{http.StatusNotFound, "not_found", what + " not found", ""}
+}
+
+// missing is the one place where a single-row query finding no row becomes
+// a 404: no row turns into notFound(what), and any other error is wrapped
+// with what was being loaded, so the log says which query failed.
+func missing(err error, what string) error {
+	if db.NoRows(err) {
+		return notFound(what)
+	}
+	return fmt.Errorf("load %s: %w", what, err)
 }
 
 func conflict(field, msg string) error {

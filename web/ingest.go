@@ -200,7 +200,7 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 			switch {
 			case err == nil:
 				inserted[i] = true
-			case errors.Is(err, pgx.ErrNoRows): // idempotency key used before
+			case db.NoRows(err): // idempotency key used before
 			case batchErr == nil:
 				batchErr, batchAt = err, i
 			}
@@ -312,7 +312,7 @@ func (s *Server) resolveDuplicates(ctx context.Context, q *db.Queries, ok []vali
 		if !found { // cannot happen: the conflicting row is committed or ours
 			return fmt.Errorf("idempotency key without an event")
 		}
-		if orig.Type != v.typ || !bytes.Equal(compactJSON(orig.Payload), v.payload) || !sameInt64(orig.PartnerID, v.partner) {
+		if orig.Type != v.typ || !bytes.Equal(compactJSON(orig.Payload), v.payload) || !samePtr(orig.PartnerID, v.partner) {
 			results[v.index] = ingestResult{Status: ingestRejected, Error: asAPIError(
 				conflict("idempotency_key", "this idempotency key was already used for a different event"))}
 			continue
@@ -366,13 +366,6 @@ func compactJSON(raw []byte) []byte {
 		return raw
 	}
 	return buf.Bytes()
-}
-
-func sameInt64(a, b *int64) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 func asAPIError(err error) *apiError {

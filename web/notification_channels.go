@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -90,7 +89,7 @@ func (s *Server) createChannel(ctx context.Context, in channelInput, actor strin
 		}
 		endpointID, err := q.NotificationEndpointCreate(ctx, db.NotificationEndpointCreateParams{
 			PartnerID: partnerID, Name: "channel: " + in.Name, URL: in.URL})
-		if isUniqueViolation(err) {
+		if db.IsUniqueViolation(err) {
 			return conflict("name", "a notification channel with this name exists")
 		}
 		if err != nil {
@@ -108,7 +107,7 @@ func (s *Server) createChannel(ctx context.Context, in channelInput, actor strin
 		}
 		ch, err = q.NotificationChannelCreate(ctx, db.NotificationChannelCreateParams{
 			Name: in.Name, Style: in.Style, EndpointID: endpointID, Kinds: in.Kinds, CreatedBy: actor})
-		if isUniqueViolation(err) {
+		if db.IsUniqueViolation(err) {
 			return conflict("name", "a notification channel with this name exists")
 		}
 		if err != nil {
@@ -131,11 +130,8 @@ func (s *Server) deleteChannel(ctx context.Context, id int64, actor string) erro
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.NotificationChannelDelete(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("notification channel")
-		}
 		if err != nil {
-			return err
+			return missing(err, "notification channel")
 		}
 		return audit(ctx, q, actor, "notification_channel.delete", "notification_channel", row.ID,
 			map[string]any{"name": row.Name, "endpoint_id": row.EndpointID})
@@ -150,11 +146,8 @@ func (s *Server) testChannel(ctx context.Context, id int64, actor string) (db.No
 		q := s.q.WithTx(tx)
 		var err error
 		ch, err = q.NotificationChannelGet(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("notification channel")
-		}
 		if err != nil {
-			return err
+			return missing(err, "notification channel")
 		}
 		if err := q.NotificationInsertTest(ctx, &ch.ID); err != nil {
 			return err

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -84,18 +83,15 @@ func (s *Server) portalLink(ctx context.Context, partnerID int64, base, actor st
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		p, err := q.PartnerGet(ctx, partnerID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("partner")
-		}
 		if err != nil {
-			return err
+			return missing(err, "partner")
 		}
 		if p.ArchivedAt != nil {
 			return conflict("", "the partner is archived; unarchive it to give it portal access")
 		}
 		link, err = q.PortalLinkCreate(ctx, db.PortalLinkCreateParams{
 			PartnerID: partnerID, TokenHash: hashSessionID(token), CreatedBy: actor, ExpiresAt: s.now().Add(ttl)})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if db.NoRows(err) {
 			return conflict("", "the partner is archived; unarchive it to give it portal access")
 		}
 		if err != nil {
@@ -163,10 +159,7 @@ func (s *Server) apiPortalSessionsRevoke(c echo.Context) error {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.PartnerGet(ctx, id); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("partner")
-			}
-			return err
+			return missing(err, "partner")
 		}
 		if sess, links, err = revokePortal(ctx, q, id); err != nil {
 			return err
@@ -215,7 +208,7 @@ func (s *Server) portalLinkRefusal(c echo.Context, token string, consumed bool) 
 	}
 	st, err := s.q.PortalLinkState(c.Request().Context(), hashSessionID(token))
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case db.NoRows(err):
 		return false, s.portalLinkRefused(c, http.StatusNotFound, invalid)
 	case err != nil:
 		return false, err
@@ -245,7 +238,7 @@ func (s *Server) portalSignIn(c echo.Context) error {
 		return err
 	}
 	link, err := s.q.PortalLinkConsume(ctx, db.PortalLinkConsumeParams{TokenHash: hashSessionID(token), Now: s.nowPtr()})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if db.NoRows(err) {
 		_, err := s.portalLinkRefusal(c, token, true)
 		return err
 	}
@@ -309,7 +302,7 @@ func (s *Server) loadPortal(ctx context.Context, r *http.Request) (*portalPrinci
 		return nil, nil
 	}
 	row, err := s.q.PortalSessionGet(ctx, hashSessionID(raw))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if db.NoRows(err) {
 		return nil, nil
 	}
 	if err != nil {

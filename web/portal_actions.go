@@ -194,10 +194,10 @@ func (s *Server) portalDelivery(c echo.Context) (db.PortalDeliveryGetRow, error)
 		return db.PortalDeliveryGetRow{}, err
 	}
 	d, err := s.q.PortalDeliveryGet(c.Request().Context(), db.PortalDeliveryGetParams{ID: id, PartnerID: portalOf(c).PartnerID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, notFound("delivery")
+	if err != nil {
+		return d, missing(err, "delivery")
 	}
-	return d, err
+	return d, nil
 }
 
 // portalResend: POST /portal/deliveries/:id/resend — the delivery is sent

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -74,26 +73,6 @@ func (s *Server) partnerPortalLink(c echo.Context) error {
 	return s.renderPortalAccess(c, p, func(a *partners.PortalAccess) { a.NewURL, a.NewExpires = u, exp })
 }
 
-// setPortalManage allows or refuses a partner's portal the management of
-// its endpoints (create, disable / enable, event types), audited as actor.
-// Open portal sessions follow at once: they read the flag per request.
-func (s *Server) setPortalManage(ctx context.Context, partnerID int64, allowed bool, actor string) (db.Partner, error) {
-	var p db.Partner
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		var err error
-		p, err = q.PartnerSetPortalManage(ctx, db.PartnerSetPortalManageParams{ID: partnerID, Allowed: allowed})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("partner")
-		}
-		if err != nil {
-			return err
-		}
-		return audit(ctx, q, actor, "partner.portal_manage_endpoints", "partner", p.ID, map[string]any{"name": p.Name, "allowed": allowed})
-	})
-	return p, err
-}
-
 // partnerPortalManage: POST /partners/:id/portal-manage {allowed}
 // (operator) — the partner page's switch for endpoint management in the
 // portal.
@@ -106,7 +85,9 @@ func (s *Server) partnerPortalManage(c echo.Context) error {
 	if err != nil {
 		return invalidField("allowed", "must be true or false")
 	}
-	p, err := s.setPortalManage(c.Request().Context(), id, allowed, principalOf(c).actor())
+	p, err := s.editPartner(c.Request().Context(), id, principalOf(c).actor(), func(cur db.Partner) (partnerInput, error) {
+		return partnerInput{Name: cur.Name, Contact: cur.Contact, Notes: cur.Notes, PortalManageEndpoints: &allowed}, nil
+	})
 	if err != nil {
 		return err
 	}

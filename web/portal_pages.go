@@ -2,14 +2,12 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"sort"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -49,10 +47,10 @@ func (s *Server) portalEndpoint(c echo.Context) (db.PortalEndpointGetRow, error)
 		return db.PortalEndpointGetRow{}, err
 	}
 	r, err := s.q.PortalEndpointGet(c.Request().Context(), db.PortalEndpointGetParams{ID: id, PartnerID: portalOf(c).PartnerID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, notFound("endpoint")
+	if err != nil {
+		return r, missing(err, "endpoint")
 	}
-	return r, err
+	return r, nil
 }
 
 // portalHome: GET /portal/ — the partner's endpoints with their health.
@@ -152,7 +150,7 @@ func (s *Server) portalDead(c echo.Context, endpointID int64) (portal.Dead, erro
 	}
 	for _, r := range recent {
 		l := portal.DeadLetter{DeliveryID: r.ID, EventID: r.EventID.String(), EventType: r.EventType, Attempts: r.AttemptCount,
-			Class: derefS(r.LastErrorClass), StatusCode: int(deref32(r.LastStatusCode))}
+			Class: deref(r.LastErrorClass), StatusCode: int(deref(r.LastStatusCode))}
 		if r.DeadAt != nil {
 			l.DeadAt = *r.DeadAt
 		}
@@ -229,11 +227,8 @@ func (s *Server) portalEventPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	pid := portalOf(c).PartnerID
 	ev, dels, attempts, err := s.portalEventRecord(ctx, pid, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("event")
-	}
 	if err != nil {
-		return err
+		return missing(err, "event")
 	}
 	page := portal.Event{ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, CSRF: portalOf(c).CSRF, Now: s.now()}
 	// The whole payload is what a webhook receives; a postback receives

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -69,7 +68,7 @@ func (s *Server) countBulkReplay(ctx context.Context, f *bulkReplay) (int64, err
 		return 0, err
 	}
 	if f.EndpointID != nil {
-		if _, err := s.q.EndpointGet(ctx, *f.EndpointID); errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.q.EndpointGet(ctx, *f.EndpointID); db.NoRows(err) {
 			return 0, notFound("endpoint")
 		} else if err != nil {
 			return 0, fmt.Errorf("load the replay's endpoint: %w", err)
@@ -130,11 +129,8 @@ type replayJobView struct {
 // replayJob loads a bulk replay and its progress.
 func (s *Server) replayJob(ctx context.Context, id int64) (replayJobView, error) {
 	j, err := s.q.ReplayJobGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return replayJobView{}, notFound("replay")
-	}
 	if err != nil {
-		return replayJobView{}, fmt.Errorf("load replay %d: %w", id, err)
+		return replayJobView{}, missing(err, "replay")
 	}
 	p, err := s.q.ReplayProgress(ctx, db.ReplayProgressParams{ReplayedAt: &j.Stamp})
 	if err != nil {
@@ -151,14 +147,14 @@ func (s *Server) replayJob(ctx context.Context, id int64) (replayJobView, error)
 // cancelReplayJob stops a running bulk replay (what it re-queued stays
 // queued) and audits it; a replay that is not running is a 409.
 func (s *Server) cancelReplayJob(ctx context.Context, id int64, actor string) error {
-	if _, err := s.q.ReplayJobGet(ctx, id); errors.Is(err, pgx.ErrNoRows) {
+	if _, err := s.q.ReplayJobGet(ctx, id); db.NoRows(err) {
 		return notFound("replay")
 	} else if err != nil {
 		return fmt.Errorf("load replay %d: %w", id, err)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		if _, err := q.ReplayJobCancel(ctx, id); errors.Is(err, pgx.ErrNoRows) {
+		if _, err := q.ReplayJobCancel(ctx, id); db.NoRows(err) {
 			return conflict("state", "the replay is not running")
 		} else if err != nil {
 			return fmt.Errorf("cancel replay %d: %w", id, err)

@@ -6,20 +6,18 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/sessions"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // Dashboard sessions: the cookie (gorilla/sessions, signed and encrypted)
@@ -139,7 +137,7 @@ func (s *Server) loadPrincipal(ctx context.Context, r *http.Request) (*principal
 	}
 	id := hashSessionID(raw)
 	row, err := s.q.UserSessionGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if db.NoRows(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -239,12 +237,5 @@ func principalOf(c echo.Context) *principal {
 // dropping bytes that are not UTF-8 and NULs (a User-Agent header may carry
 // any byte, and PostgreSQL's text refuses both).
 func truncateString(s string, n int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return sender.Truncate(strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", ""), n)
 }

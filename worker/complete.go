@@ -465,11 +465,14 @@ func writeHealth(ctx context.Context, q *db.Queries, states map[int64]*healthSta
 	return nil
 }
 
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
+// deref is *p, or T's zero value when p is nil (sqlc maps nullable columns
+// to pointers).
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	return *t
+	return *p
 }
 
 func nonZero(v int32) *int32 {

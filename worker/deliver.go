@@ -98,7 +98,7 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 }
 
 func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
-	return sender.Result{Outcome: oc, ErrorClass: class, Error: truncate(msg, sender.MaxError), Started: now}
+	return sender.Result{Outcome: oc, ErrorClass: class, Error: sender.Truncate(msg, sender.MaxError), Started: now}
 }
 
 // customHeaders opens and parses an endpoint's stored headers once per
@@ -220,15 +220,4 @@ func (w *Worker) loadSecrets(ctx context.Context, endpointID, version int64, now
 	w.secrets.m[endpointID] = e
 	w.secrets.mu.Unlock()
 	return e, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xc0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut]
 }

@@ -92,7 +92,7 @@ func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]t
 			case r.AboutChannel:
 				skipped = append(skipped, r.ID)
 			default:
-				k := notifyKey{kind: r.Kind, subject: r.Subject, endpointID: deref64(r.EndpointID)}
+				k := notifyKey{kind: r.Kind, subject: r.Subject, endpointID: deref(r.EndpointID)}
 				if _, ok := groups[k]; !ok {
 					order = append(order, k)
 				}
@@ -168,9 +168,9 @@ func (w *Worker) enqueueNotification(ctx context.Context, q *db.Queries, c db.No
 	if len(figures) == 0 {
 		figures = nil
 	}
-	m := notify.Message{Kind: notify.Kind(r.Kind), Subject: r.Subject, EndpointID: deref64(r.EndpointID),
+	m := notify.Message{Kind: notify.Kind(r.Kind), Subject: r.Subject, EndpointID: deref(r.EndpointID),
 		Endpoint: r.EndpointName, Partner: r.PartnerName, Figures: figures, Repeats: repeats,
-		OccurredAt: r.CreatedAt, DashboardURL: notify.Link(w.cfg.PublicURL, notify.Kind(r.Kind), deref64(r.EndpointID))}
+		OccurredAt: r.CreatedAt, DashboardURL: notify.Link(w.cfg.PublicURL, notify.Kind(r.Kind), deref(r.EndpointID))}
 	body, err := json.Marshal(notify.Compose(c.Style, m))
 	if err != nil {
 		return err
@@ -187,12 +187,6 @@ func (w *Worker) enqueueNotification(ctx context.Context, q *db.Queries, c db.No
 	return nil
 }
 
-func deref64(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
 
 func nonZero64(v int64) *int64 {
 	if v == 0 {

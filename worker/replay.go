@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db"
 )
@@ -31,7 +28,7 @@ func (w *Worker) replayStep(ctx context.Context) (bool, error) {
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := w.q.WithTx(tx)
 	job, err := q.ReplayJobClaim(ctx)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if db.NoRows(err) {
 		return false, nil
 	}
 	if err != nil {

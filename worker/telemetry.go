@@ -183,10 +183,10 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 		p.Counts = append(p.Counts, merged.Count())
 		p.OkCounts = append(p.OkCounts, merged.OK())
 		p.FailCounts = append(p.FailCounts, merged.Fail())
-		p.SumsMs = append(p.SumsMs, ms(merged.Sum()))
-		p.P50sMs = append(p.P50sMs, ms(merged.Quantile(0.50)))
-		p.P95sMs = append(p.P95sMs, ms(merged.Quantile(0.95)))
-		p.P99sMs = append(p.P99sMs, ms(merged.Quantile(0.99)))
+		p.SumsMs = append(p.SumsMs, latency.Ms(merged.Sum()))
+		p.P50sMs = append(p.P50sMs, latency.Ms(merged.Quantile(0.50)))
+		p.P95sMs = append(p.P95sMs, latency.Ms(merged.Quantile(0.95)))
+		p.P99sMs = append(p.P99sMs, latency.Ms(merged.Quantile(0.99)))
 		p.Buckets = append(p.Buckets, enc)
 	}
 	return q.LatencySlotsWrite(ctx, p)
@@ -274,7 +274,7 @@ func quantileMs(h *latency.Histogram, q float64) float64 {
 	if h == nil || h.Count() == 0 {
 		return -1
 	}
-	return ms(h.Quantile(q))
+	return latency.Ms(h.Quantile(q))
 }
 
 func countOf(h *latency.Histogram) int64 {
@@ -290,8 +290,6 @@ func okOf(h *latency.Histogram) int64 {
 	}
 	return h.OK()
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // RefreshNow flushes in-memory latency and recomputes the cached figures at
 // once (tests and benchmarks; the worker does this on its own schedule).

@@ -13,7 +13,6 @@ import (
 	"net/mail"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hookline/hookline/db"
@@ -110,7 +109,7 @@ func AddUser(ctx context.Context, q db.DBTX, email, role, password string) (db.U
 		return db.User{}, "", err
 	}
 	u, err := db.New(q).UserCreate(ctx, db.UserCreateParams{Email: email, PasswordHash: hash, Role: role})
-	if isUniqueViolation(err) {
+	if db.IsUniqueViolation(err) {
 		return db.User{}, "", &FieldError{"email", "a user with this email already exists"}
 	}
 	if err != nil {
@@ -159,9 +158,4 @@ func RandomToken(n int) string {
 		panic("crypto/rand failed: " + err.Error()) // the kernel's CSPRNG does not fail
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

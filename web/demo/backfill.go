@@ -151,15 +151,13 @@ func (r *histogramRows) add(endpointID int64, res time.Duration, start time.Time
 	r.counts = append(r.counts, h.Count())
 	r.okCounts = append(r.okCounts, h.OK())
 	r.failCounts = append(r.failCounts, h.Fail())
-	r.sumsMs = append(r.sumsMs, ms(h.Sum()))
-	r.p50sMs = append(r.p50sMs, ms(h.Quantile(0.50)))
-	r.p95sMs = append(r.p95sMs, ms(h.Quantile(0.95)))
-	r.p99sMs = append(r.p99sMs, ms(h.Quantile(0.99)))
+	r.sumsMs = append(r.sumsMs, latency.Ms(h.Sum()))
+	r.p50sMs = append(r.p50sMs, latency.Ms(h.Quantile(0.50)))
+	r.p95sMs = append(r.p95sMs, latency.Ms(h.Quantile(0.95)))
+	r.p99sMs = append(r.p99sMs, latency.Ms(h.Quantile(0.99)))
 	r.buckets = append(r.buckets, enc)
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BackfillLatency writes 24 hours of plausible latency history for the
 // demo endpoints (the ids Seed returned, by receiver name; other names are

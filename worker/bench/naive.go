@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 )
@@ -94,7 +95,7 @@ func naiveOne(ctx context.Context, pool *pgxpool.Pool, s *sender.Sender) (bool, 
 			ORDER BY d.next_attempt_at
 			LIMIT 1
 			FOR UPDATE OF d SKIP LOCKED`).Scan(&id, &endpointID, &attempts, &url, &payload)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if db.NoRows(err) {
 			return nil
 		}
 		if err != nil {

@@ -253,7 +253,7 @@ func urlErrorDetail(err error) string {
 
 // sanitize makes a short one-line message of untrusted text.
 func sanitize(s string, limit int) string {
-	return truncate(clean([]byte(s), limit, false), limit)
+	return Truncate(clean([]byte(s), limit, false), limit)
 }
 
 // excerpt keeps the start of a response body for the attempt log and the
@@ -320,8 +320,8 @@ func clean(b []byte, limit int, keepLines bool) string {
 	return sb.String()
 }
 
-// truncate cuts s to at most n bytes without splitting a rune.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes without splitting a rune.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

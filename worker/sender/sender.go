@@ -245,7 +245,7 @@ func (s *Sender) Send(ctx context.Context, r Request) Result {
 	s.send(ctx, r, &res)
 	res.Duration = time.Since(start)
 	if len(res.Error) > MaxError {
-		res.Error = truncate(res.Error, MaxError)
+		res.Error = Truncate(res.Error, MaxError)
 	}
 	return res
 }
@@ -349,7 +349,7 @@ func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, stri
 		method = http.MethodGet
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
-		return nil, "unsupported method " + strconv.Quote(truncate(method, 20))
+		return nil, "unsupported method " + strconv.Quote(Truncate(method, 20))
 	}
 	var body io.Reader
 	if len(r.Body) > 0 {
@@ -367,7 +367,7 @@ func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, stri
 		if req.URL.Scheme == "" {
 			return nil, "invalid URL: missing scheme"
 		}
-		return nil, "invalid URL: unsupported scheme " + strconv.Quote(truncate(req.URL.Scheme, 20))
+		return nil, "invalid URL: unsupported scheme " + strconv.Quote(Truncate(req.URL.Scheme, 20))
 	case req.URL.Host == "":
 		return nil, "invalid URL: missing host"
 	case !validPort(req.URL.Port()):

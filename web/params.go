@@ -88,3 +88,25 @@ func idParam(c echo.Context, name string) (*int64, error) {
 	}
 	return &id, nil
 }
+
+func hoursParam(c echo.Context, def int) (int, error) {
+	v := c.QueryParam("hours")
+	if v == "" {
+		return def, nil
+	}
+	h, err := strconv.Atoi(v)
+	if err != nil || h < 1 || h > maxClusterHours {
+		return 0, invalidField("hours", "must be a whole number of hours between 1 and 2160")
+	}
+	return h, nil
+}
+
+// pathID parses the :id path parameter; a malformed id is a 404 like an
+// unknown one (ids are not user-chosen).
+func pathID(c echo.Context, what string) (int64, error) {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return 0, notFound(what)
+	}
+	return id, nil
+}

@@ -1,0 +1,7 @@
+package latency
+
+import "time"
+
+// Ms is d in fractional milliseconds, the unit hookline stores latency
+// figures in (histogram sums, percentiles) and shows them in.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
