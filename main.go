@@ -20,6 +20,8 @@
 // its flags, then the configuration, before it starts anything.
 package main
 
+// Long file: the customer's layout keeps the command line in this one file: commands and their flags, configuration, database, serve, bench, demo.
+
 import (
 	"bufio"
 	"context"

@@ -1,5 +1,7 @@
 package web
 
+// Dead letters over the API: clusters and replay.
+
 import (
 	"net/http"
 

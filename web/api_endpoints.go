@@ -128,13 +128,6 @@ func healthView(h db.EndpointHealth) *healthJSON {
 	return v
 }
 
-func msDuration(ms *float64) time.Duration {
-	if ms == nil {
-		return 0
-	}
-	return time.Duration(*ms * float64(time.Millisecond))
-}
-
 // apiEndpointCreate: POST /api/v1/endpoints → 201 with the first signing
 // secret, which is never shown again.
 func (s *Server) apiEndpointCreate(c echo.Context) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/secretbox"
 )
 
@@ -180,7 +181,7 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 		v.Breaker.Budget.EnableURL, v.Breaker.Budget.EnableTarget = fmt.Sprintf("/endpoints/%d/enable", e.ID), components.Target(endpoint.HealthID)
 	}
 	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
-		msDuration(h.RecentP95Ms), int(h.RecentSampleCount), msDuration(h.P95Ms), int(h.SampleCount)))
+		latency.FromMs(deref(h.RecentP95Ms)), int(h.RecentSampleCount), latency.FromMs(deref(h.P95Ms)), int(h.SampleCount)))
 	v.Latency = latencyFlag(h)
 	v.SuccessRate = successRate(h, u.Dead)
 	if h.LastSuccessAt != nil {

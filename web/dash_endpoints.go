@@ -165,7 +165,7 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now 
 	row.Latency = latencyFlag(h)
 	// A row flagged by its last 10 minutes shows that figure: the 24 h
 	// ones beside it may all look fine.
-	if recent := latency.FlagFor(msDuration(h.RecentP95Ms), h.RecentSampleCount, latency.MinSamples); recent != latency.FlagOK && string(recent) == row.Latency {
+	if recent := latency.FlagFor(latency.FromMs(deref(h.RecentP95Ms)), h.RecentSampleCount, latency.MinSamples); recent != latency.FlagOK && string(recent) == row.Latency {
 		row.FlaggedByRecent = true
 	}
 	row.SuccessRate = successRate(h, unsent)

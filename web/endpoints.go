@@ -1,5 +1,8 @@
 package web
 
+// Endpoints: the operations the API, the dashboard and the portal share
+// (load, create, edit), each in one transaction and audited.
+
 import (
 	"bytes"
 	"context"

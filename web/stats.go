@@ -146,8 +146,8 @@ func successRate(h db.EndpointHealth, unsent int64) *float64 {
 
 // worstFlag is the more severe of an endpoint's recent and 24 h latency flags.
 func worstFlag(recent *float64, recentN int64, day *float64, dayN int64) latency.Flag {
-	r := latency.FlagFor(msDuration(recent), recentN, latency.MinSamples)
-	d := latency.FlagFor(msDuration(day), dayN, latency.MinSamples)
+	r := latency.FlagFor(latency.FromMs(deref(recent)), recentN, latency.MinSamples)
+	d := latency.FlagFor(latency.FromMs(deref(day)), dayN, latency.MinSamples)
 	rank := map[latency.Flag]int{latency.FlagOK: 0, latency.FlagSlow: 1, latency.FlagCritical: 2}
 	if rank[d] > rank[r] {
 		return d

@@ -187,7 +187,6 @@ func (w *Worker) enqueueNotification(ctx context.Context, q *db.Queries, c db.No
 	return nil
 }
 
-
 func nonZero64(v int64) *int64 {
 	if v == 0 {
 		return nil

@@ -6,6 +6,8 @@
 // another one.
 package embedded
 
+// Long file: the private cluster's whole life (initdb, start, attach, stop) is one state machine over one data directory.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package components
 
+// Long file: one drawing: the log scale, paths, threshold guides and summaries of the sparkline share their geometry.
+
 import (
 	"math"
 	"strconv"

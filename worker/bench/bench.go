@@ -6,6 +6,8 @@
 // ratios mean something on a noisy host.
 package bench
 
+// Long file: the drain bench runs every worker it compares (raw, hookline, bare, naive, ingest) in one run so their ratios share one machine state.
+
 import (
 	"context"
 	"crypto/rand"

@@ -1,5 +1,7 @@
 package bench
 
+// Long file: the steady-rate bench: pacing, the timing receiver and the report are one measurement.
+
 import (
 	"context"
 	"crypto/rand"

@@ -7,6 +7,8 @@
 // for the delivery, and this package only reports what happened.
 package sender
 
+// Long file: one HTTP attempt from dial to classified result; classification itself is in classify.go.
+
 import (
 	"bytes"
 	"context"

@@ -11,6 +11,8 @@
 // refused. Guard.CheckHost is the friendlier save-time check for forms.
 package ssrf
 
+// Long file: the guard's decision, its IPv4 and IPv6 rule tables and its dial hook belong together; a reader checks a rule against the table beside it.
+
 import (
 	"fmt"
 	"net"
