@@ -94,6 +94,10 @@ type streamer struct {
 	// sale after flashFirst (plus up to half as much again) and then every
 	// flashEvery (plus up to as much again).
 	tick, logEvery, flashFirst, flashEvery time.Duration
+	// now and ticks pace the stream: the wall clock and a ticker every
+	// tick unless a test drives them.
+	now   func() time.Time
+	ticks <-chan time.Time
 
 	// Totals since the start, for the log.
 	sent, accepted, duplicate, rejected, failedBatches int64
@@ -101,26 +105,32 @@ type streamer struct {
 }
 
 func (s *streamer) run(ctx context.Context) error {
-	start := time.Now()
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.ticks == nil {
+		tick := time.NewTicker(s.tick)
+		defer tick.Stop()
+		s.ticks = tick.C
+	}
+	start := s.now()
 	s.o.Logger.Info("demo event stream started", "per_second", s.o.Rate)
-	tick := time.NewTicker(s.tick)
-	defer tick.Stop()
 	last, nextLog := start, start.Add(s.logEvery)
 	nextFlash := start.Add(s.flashFirst + s.gen.jitter(s.flashFirst/2))
 	owed := 0.0
 	for {
 		select {
 		case <-ctx.Done():
-			s.logTotals("demo event stream stopped", time.Since(start))
+			s.logTotals("demo event stream stopped", s.now().Sub(start))
 			return nil
-		case <-tick.C:
+		case <-s.ticks:
 		}
-		now := time.Now()
+		now := s.now()
 		owed = math.Min(owed+s.o.Rate*now.Sub(last).Seconds(), s.o.Rate*maxCatchUp.Seconds())
 		last = now
 		// Totals first: a slow post must not hold back the minute's line.
 		if !now.Before(nextLog) {
-			s.logTotals("demo event stream", time.Since(start))
+			s.logTotals("demo event stream", s.now().Sub(start))
 			nextLog = nextLog.Add(s.logEvery)
 		}
 		n := int(owed)
@@ -135,7 +145,7 @@ func (s *streamer) run(ctx context.Context) error {
 			events = events[len(chunk):]
 			if err := s.post(ctx, chunk); err != nil {
 				if ctx.Err() != nil {
-					s.logTotals("demo event stream stopped", time.Since(start))
+					s.logTotals("demo event stream stopped", s.now().Sub(start))
 					return nil
 				}
 				return err

@@ -131,26 +131,58 @@ func runFor(t *testing.T, s *streamer, d time.Duration) error {
 	}
 }
 
+// manualClock drives a streamer's pacing from the test: each step moves the
+// clock and delivers one tick, which the stream has finished handling once
+// the next tick is taken.
+type manualClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	ticks chan time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), ticks: make(chan time.Time)}
+}
+
+func (c *manualClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) step(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	now := c.t
+	c.mu.Unlock()
+	c.ticks <- now
+}
+
 func TestStream(t *testing.T) {
 	api := newFakeAPI(t)
 	var logs syncBuffer
 	const rate = 100
 	s := testStreamer(t, api, rate, &logs)
-	if err := runFor(t, s, 1500*time.Millisecond); err != nil {
+	clk := newManualClock()
+	s.now, s.ticks = clk.now, clk.ticks
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx) }()
+	clk.step(0) // taken once the stream has read its start time
+	for range 15 { // 1.5 s of simulated time
+		clk.step(100 * time.Millisecond)
+	}
+	clk.step(0) // taken only once the last batch was posted; owes nothing
+	cancel()
+	if err := <-done; err != nil {
 		t.Fatalf("Stream returned %v when its context ended, want nil", err)
 	}
 
 	events := api.allEvents()
 	flash := int(math.Ceil(rate * flashSaleSize))
-	// 1.5 s at 100/s plus one flash sale, never more than a tick over. The
-	// stream pays what it owes on each tick, so while a post blocks it (the
-	// 400-event flash sale takes most of a second to check against the
-	// OpenAPI document under -race on a loaded machine) it falls behind and
-	// only catches up on a tick after the post; when the run ends first,
-	// fewer events went out. So the lower bound asks only for the flash
-	// sale and the ticks before it.
-	if n := len(events); n < 30+flash || n > 160+flash {
-		t.Errorf("%d events, want %d to %d", n, 30+flash, 160+flash)
+	// 1.5 s at 100/s, and the one flash sale due within 0.4 to 0.6 s.
+	if n := len(events); n != 150+flash {
+		t.Errorf("%d events, want %d", n, 150+flash)
 	}
 	orders := 0
 	for _, e := range events {
@@ -176,13 +208,8 @@ func TestStream(t *testing.T) {
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			json.Unmarshal([]byte(line), &last)
 		}
-		// The batch in flight when the context ended may have reached the
-		// fake without its answer reaching the stream. On a loaded machine
-		// the stream catches up in one larger batch, so that batch can be
-		// any size.
-		got, _ := last["accepted"].(float64)
-		if all, inFlight := len(events), api.lastBatch(); got != float64(all) && got != float64(all-inFlight) {
-			t.Errorf("final accepted = %v, want %d, or %d without the last batch", got, all, all-inFlight)
+		if got, _ := last["accepted"].(float64); got != float64(len(events)) {
+			t.Errorf("final accepted = %v, want %d", got, len(events))
 		}
 		for _, e := range events {
 			p := obj(e["payload"])
