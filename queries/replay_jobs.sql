@@ -7,13 +7,15 @@ RETURNING *;
 -- name: ReplayJobGet :one
 SELECT * FROM replay_jobs WHERE id = @id;
 
--- name: ReplayJobList :many
-SELECT * FROM replay_jobs ORDER BY id DESC LIMIT @row_limit::int;
-
 -- name: ReplayJobClaim :one
 -- The oldest running job, locked for this replica's batch; other replicas
 -- skip it (and take the next one).
 SELECT * FROM replay_jobs WHERE state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
+
+-- name: ReplayJobAnyRunning :one
+-- Whether a replay is running: the maintenance loop's check, one cheap
+-- read (replay_jobs_running) before it opens a transaction for a batch.
+SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running');
 
 -- name: ReplayJobAdvance :exec
 -- Writes: a batch's progress; done when the batch was the last.
@@ -28,8 +30,3 @@ WHERE id = @id;
 UPDATE replay_jobs SET state = 'canceled', finished_at = now()
 WHERE id = @id AND state = 'running'
 RETURNING *;
-
--- name: ReplayJobAnyRunning :one
--- Whether a replay is running: the maintenance loop's check, one cheap
--- read (replay_jobs_running) before it opens a transaction for a batch.
-SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running');

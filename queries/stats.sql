@@ -1,3 +1,5 @@
+-- Reads for the stats report, /metrics and alerts, kept by report (over deliveries and the latency caches).
+
 -- name: PipelineStats :one
 -- The article's one-row pipeline summary. Each figure reads a partial index
 -- or the minute histograms, never the whole deliveries table, so it stays
