@@ -38,7 +38,7 @@ type DeadLetterReplayClusterRow struct {
 	ReplayedAt *time.Time
 }
 
-// Replays every dead delivery of one cluster since a time.
+// Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
 func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]DeadLetterReplayClusterRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterReplayCluster,
 		arg.EndpointID,
@@ -86,7 +86,7 @@ type DeadLetterReplayEndpointRow struct {
 	ReplayedAt *time.Time
 }
 
-// Replays every dead delivery of an endpoint since a time.
+// Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
 func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]DeadLetterReplayEndpointRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterReplayEndpoint, arg.EndpointID, arg.Since)
 	if err != nil {
@@ -323,10 +323,10 @@ type DeliveryReplayBatchParams struct {
 	BatchSize  int32
 }
 
-// Writes: re-queues the next batch of a bulk replay's deliveries after
-// after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
-// attempt budget, is due now, goes through breaker and rate limit, and
-// keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+// Re-queues the next batch of a bulk replay's deliveries after after_id, in
+// id order (DeliveryReplayCount's filter): each gets a fresh attempt budget,
+// is due now, goes through breaker and rate limit, and keeps its event id
+// (webhook-id); replayed_at = stamp marks the job's.
 func (q *Queries) DeliveryReplayBatch(ctx context.Context, arg DeliveryReplayBatchParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deliveryReplayBatch,
 		arg.Stamp,
@@ -553,9 +553,9 @@ type RetentionDeleteDeliveredParams struct {
 	BatchSize int32
 }
 
-// Delivered deliveries. Their attempts go by their own retention. Dead
-// letters are kept: they are the debugging dataset. Returns the deleted
-// deliveries' events, for RetentionDeleteEventsOf.
+// Retention: deletes a batch of deliveries delivered before the cutoff. Dead
+// letters are kept: they are the debugging dataset. Attempts go by their own
+// retention. Returns the deleted deliveries' events, for RetentionDeleteEventsOf.
 func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
 	if err != nil {

@@ -169,7 +169,8 @@ type RetentionDeleteAttemptsParams struct {
 	BatchSize int32
 }
 
-// Retention deletes run in small batches, each its own short transaction, so
+// Retention: deletes a batch of attempts started before the cutoff. Every
+// retention delete runs in small batches, each its own short transaction, so
 // delivery never waits behind one giant DELETE.
 func (q *Queries) RetentionDeleteAttempts(ctx context.Context, arg RetentionDeleteAttemptsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteAttempts, arg.Before, arg.BatchSize)

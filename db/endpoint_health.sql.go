@@ -116,7 +116,8 @@ type EndpointHealthClearLatencyParams struct {
 	KeepIds []int64
 }
 
-// Endpoints with no attempt in the window have no percentiles.
+// Clears the cached percentiles of endpoints not in @keep_ids: with no
+// attempt in the window they have none.
 func (q *Queries) EndpointHealthClearLatency(ctx context.Context, arg EndpointHealthClearLatencyParams) error {
 	_, err := q.db.Exec(ctx, endpointHealthClearLatency, arg.Now, arg.KeepIds)
 	return err
@@ -374,7 +375,7 @@ WHERE h.endpoint_id = h2.endpoint_id
 `
 
 // Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
-// @start) from the 900 s histograms, in one statement; endpoints without
+// start) from the 900 s histograms, in one statement; endpoints without
 // data in the window lose theirs.
 func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, start time.Time) error {
 	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, start)

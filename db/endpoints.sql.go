@@ -111,7 +111,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 const endpointDisable = `-- name: EndpointDisable :execrows
 UPDATE endpoints
 SET enabled = false, disabled_reason = $1, disabled_cause = $2,
-    disabled_at = coalesce($3::timestamptz, now()), updated_at = now()
+    disabled_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
 WHERE id = $4 AND enabled
 `
 
@@ -375,7 +375,8 @@ type EndpointHeadersReplaceParams struct {
 	OldHeaders json.RawMessage
 }
 
-// Replaces stored headers only if they are still what was read.
+// Replaces stored headers only if they are still what was read (a
+// compare-and-set, so the sealing pass never overwrites a concurrent edit).
 func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeadersReplaceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, endpointHeadersReplace, arg.NewHeaders, arg.ID, arg.OldHeaders)
 	if err != nil {

@@ -624,8 +624,8 @@ type RetentionDeleteEventsOfParams struct {
 	Before time.Time
 }
 
-// The events among ids older than the cutoff that have no delivery left:
-// an event goes with its last delivery, found without a scan.
+// Retention: deletes the events among ids older than the cutoff that have
+// no delivery left: an event goes with its last delivery, found without a scan.
 func (q *Queries) RetentionDeleteEventsOf(ctx context.Context, arg RetentionDeleteEventsOfParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteEventsOf, arg.Ids, arg.Before)
 	if err != nil {
@@ -669,9 +669,9 @@ type RetentionSweepEventsRow struct {
 	LastID        uuid.UUID
 }
 
-// The events older than the cutoff with no delivery (none subscribed, or
-// a filter took none), a batch at a time in log order after the cursor
-// (after_created_at, after_id): the caller moves the cursor to the last
+// Retention: deletes the events older than the cutoff with no delivery
+// (none subscribed, or a filter took none), a batch at a time in log order
+// after the cursor (after_created_at, after_id): the caller moves it to the last
 // event scanned, so events kept for their dead letters are passed over
 // once, not rescanned by every batch (at 10 million events, a sweep from
 // the start each batch fell from 80,000 to 45,000 events a pass as kept

@@ -284,7 +284,8 @@ type LatencySlotsWriteParams struct {
 	Buckets      [][]byte
 }
 
-// Stores merged histograms with their counters and quantiles.
+// Stores merged histograms with their counters and quantiles, under the
+// locks LatencySlotsLock took.
 func (q *Queries) LatencySlotsWrite(ctx context.Context, arg LatencySlotsWriteParams) error {
 	_, err := q.db.Exec(ctx, latencySlotsWrite,
 		arg.EndpointIds,
@@ -316,6 +317,8 @@ type RetentionDeleteHistogramsParams struct {
 	BatchSize   int32
 }
 
+// Retention: deletes a batch of histogram rows of the given resolutions
+// older than the cutoff (each group of resolutions has its own window).
 func (q *Queries) RetentionDeleteHistograms(ctx context.Context, arg RetentionDeleteHistogramsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteHistograms, arg.Resolutions, arg.Before, arg.BatchSize)
 	if err != nil {

@@ -24,6 +24,8 @@ type NotificationChannelCreateParams struct {
 	CreatedBy  string
 }
 
+// Stores a channel; its endpoint (NotificationEndpointCreate) and health
+// row are created first, in the same transaction.
 func (q *Queries) NotificationChannelCreate(ctx context.Context, arg NotificationChannelCreateParams) (NotificationChannel, error) {
 	row := q.db.QueryRow(ctx, notificationChannelCreate,
 		arg.Name,

@@ -252,6 +252,8 @@ type PartnerUpdateParams struct {
 	ID      int64
 }
 
+// Writes a partner's name, contact and notes; a duplicate name fails with
+// 23505, as on create.
 func (q *Queries) PartnerUpdate(ctx context.Context, arg PartnerUpdateParams) (Partner, error) {
 	row := q.db.QueryRow(ctx, partnerUpdate,
 		arg.Name,

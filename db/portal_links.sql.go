@@ -197,7 +197,8 @@ WHERE l.expires_at < $1::timestamptz
   AND NOT EXISTS (SELECT 1 FROM portal_sessions s WHERE s.link_id = l.id)
 `
 
-// Sign-in links expired before the cutoff that no kept session names.
+// Retention: deletes sign-in links expired before the cutoff that no kept
+// session names.
 func (q *Queries) RetentionDeletePortalLinks(ctx context.Context, before time.Time) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeletePortalLinks, before)
 	if err != nil {

@@ -189,8 +189,8 @@ type RetentionDeletePortalSessionsParams struct {
 	CreatedBefore time.Time
 }
 
-// Portal sessions past their limits (8 h idle, 7 days absolute; web), with
-// a margin: refused already, dead weight now.
+// Retention: deletes portal sessions past their limits (8 h idle, 7 days
+// absolute; web), with a margin: refused already, dead weight now.
 func (q *Queries) RetentionDeletePortalSessions(ctx context.Context, arg RetentionDeletePortalSessionsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeletePortalSessions, arg.IdleBefore, arg.CreatedBefore)
 	if err != nil {

@@ -19,7 +19,7 @@ SELECT pg_advisory_xact_lock(7270736901)
 `
 
 // The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
-// Their transactions' other writes are with their tables; the bench baselines keep their own SQL in worker/bench.
+// Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
 // Serialises claims across replicas for the rest of the transaction. The
 // claim reads how many deliveries each endpoint has in flight; taken after
 // this lock, in a new statement, that count includes every claim other
@@ -35,23 +35,13 @@ SELECT set_config('synchronous_commit', 'off', true),
        set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
-// Settings for the claim's transaction only.
-//
-// synchronous_commit off: a claim commits without waiting for its WAL to
-// reach disk. Nothing accepted can be lost by it: if PostgreSQL crashes
-// before the WAL writer flushes the claim (within a fraction of a second),
-// its rows are simply pending again and get claimed again, so a row already
-// sent is sent twice, and only rows that were in flight at the crash, which
-// at-least-once allows. A result is never recorded against a lost claim:
-// the completion commits synchronously, which flushes all WAL before it,
-// the claim included. Events are committed synchronously at ingest. What it
-// saves is a disk flush per claim on the claim loop's critical path.
-//
-// plan_cache_mode force_generic_plan: PostgreSQL would otherwise plan the
-// claim afresh on every call (its custom plans look cheaper than the
-// generic one), and planning it costs as much as claiming dozens of rows.
-// DeliveryClaim is written so that its cached plan is a good one whatever
-// the parameters.
+// Settings for the claim's transaction only. synchronous_commit off saves a
+// disk flush per claim and loses nothing: a claim lost in a crash is only
+// pending again (sent twice at worst, as at-least-once allows), and the
+// completion's synchronous commit flushes the claim's WAL before any result
+// is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
+// afresh on every call, which costs as much as claiming dozens of rows; see
+// worker/architecture.md.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err
@@ -137,24 +127,14 @@ type DeliveryClaimRow struct {
 	SignatureParam      string
 }
 
-// Claims due deliveries in one statement and commits before any HTTP is
-// sent: no transaction is ever held open across a network call.
-//
-// Only endpoints that are enabled, whose breaker is closed and that are not
-// paused by a Retry-After are eligible. Each gets at most its free in-flight
-// slots (max_in_flight minus rows already in flight, across all replicas)
-// and, when rate-limited, at most the tokens this replica holds for it
-// (@capped_ids/@caps; a rate-limited endpoint absent from them is skipped
-// until the worker knows its limit). Endpoints are visited in random order
-// so that a large backlog on one cannot starve the others; within an
-// endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
-// claims by other replicas take other rows instead of waiting.
-//
-// The plan is cached (see ClaimSettings), so it must not depend on how many
-// rows are picked: the picked ids reach the UPDATE as an array, which the
-// planner always treats as a handful of primary-key lookups. Joined to
-// picked as a table instead, a cached plan sometimes assumed thousands of
-// rows and hashed a scan of the whole events table on every claim.
+// Claims due deliveries (status in_flight, leased to @worker_id) and commits
+// before any HTTP is sent: no transaction is held across a network call.
+// Enabled, closed, unpaused endpoints get at most their free in-flight slots
+// (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
+// random order so one backlog cannot starve the others; SKIP LOCKED keeps
+// replicas off each other's rows. The picked ids reach the UPDATE as an
+// array so the cached plan (ClaimSettings) stays a few key lookups however
+// many rows are picked; see worker/architecture.md.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,
@@ -266,10 +246,11 @@ type DeliveryClaimProbesRow struct {
 	SignatureParam      string
 }
 
-// Claims exactly one probe delivery per half-open endpoint that has none:
-// the health row is locked (SKIP LOCKED, so racing replicas skip it) and
-// marked with the probe's id in the same statement, so no second probe is
-// ever claimed while the first is unresolved.
+// Claims exactly one probe delivery per half-open endpoint that has none
+// (EndpointHealthStartProbes opened them): the health row is locked (SKIP
+// LOCKED, so racing replicas skip it) and marked with the probe's id in the
+// same statement, so no second probe is ever claimed while the first is
+// unresolved.
 func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProbesParams) ([]DeliveryClaimProbesRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimProbes, arg.Now, arg.LeaseMarginMs, arg.WorkerID)
 	if err != nil {
@@ -355,7 +336,9 @@ type DeliveryCompleteParams struct {
 // status test too; "status = 'in_flight'" is left out on purpose, because it
 // steers the planner to the small in-flight partial index as the outer side
 // of a nested loop (one scan of every in-flight row per result) instead of
-// one primary-key lookup per result. Returns the ids actually updated.
+// one primary-key lookup per result. Returns the ids actually updated; the
+// same transaction writes their attempts (AttemptInsert), latency samples
+// and breaker rows (EndpointHealthWrite).
 func (q *Queries) DeliveryComplete(ctx context.Context, arg DeliveryCompleteParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deliveryComplete,
 		arg.WorkerID,

@@ -78,6 +78,8 @@ type WorkerHeartbeatDeleteParams struct {
 	Now      *time.Time
 }
 
+// At shutdown: removes this worker's heartbeat and any an hour stale, so
+// the live count drops at once.
 func (q *Queries) WorkerHeartbeatDelete(ctx context.Context, arg WorkerHeartbeatDeleteParams) error {
 	_, err := q.db.Exec(ctx, workerHeartbeatDelete, arg.WorkerID, arg.Now)
 	return err

@@ -86,7 +86,7 @@ WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
 RETURNING d.id, d.replayed_at;
 
 -- name: DeadLetterReplayCluster :many
--- Replays every dead delivery of one cluster since a time.
+-- Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
@@ -100,7 +100,7 @@ WHERE e.id = d.endpoint_id AND d.status = 'dead'
 RETURNING d.id, d.replayed_at;
 
 -- name: DeadLetterReplayEndpoint :many
--- Replays every dead delivery of an endpoint since a time.
+-- Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
@@ -129,10 +129,10 @@ WHERE d.status = @status::text
   AND (sqlc.narg('q')::text IS NULL OR ev.search_values @> ARRAY[sqlc.narg('q')::text] OR ev.idempotency_key = sqlc.narg('q')::text);
 
 -- name: DeliveryReplayBatch :many
--- Writes: re-queues the next batch of a bulk replay's deliveries after
--- after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
--- attempt budget, is due now, goes through breaker and rate limit, and
--- keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+-- Re-queues the next batch of a bulk replay's deliveries after after_id, in
+-- id order (DeliveryReplayCount's filter): each gets a fresh attempt budget,
+-- is due now, goes through breaker and rate limit, and keeps its event id
+-- (webhook-id); replayed_at = stamp marks the job's.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
@@ -168,9 +168,9 @@ WHERE replayed_at = @replayed_at
   AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id')::bigint);
 
 -- name: RetentionDeleteDelivered :many
--- Delivered deliveries. Their attempts go by their own retention. Dead
--- letters are kept: they are the debugging dataset. Returns the deleted
--- deliveries' events, for RetentionDeleteEventsOf.
+-- Retention: deletes a batch of deliveries delivered before the cutoff. Dead
+-- letters are kept: they are the debugging dataset. Attempts go by their own
+-- retention. Returns the deleted deliveries' events, for RetentionDeleteEventsOf.
 DELETE FROM deliveries
 WHERE id IN (SELECT id FROM deliveries
              WHERE status = 'delivered' AND delivered_at < @before::timestamptz

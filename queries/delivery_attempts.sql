@@ -1,5 +1,6 @@
 -- name: AttemptInsert :copyfrom
--- Attempts are append-only and written with COPY, one batch per flush.
+-- Appends attempts with COPY, one batch per completion flush (or rescue), in
+-- the transaction that records their deliveries' outcome; never updated.
 INSERT INTO delivery_attempts (
     delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
     status_code, error_class, error, response_excerpt
@@ -39,7 +40,8 @@ ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;
 
 -- name: RetentionDeleteAttempts :execrows
--- Retention deletes run in small batches, each its own short transaction, so
+-- Retention: deletes a batch of attempts started before the cutoff. Every
+-- retention delete runs in small batches, each its own short transaction, so
 -- delivery never waits behind one giant DELETE.
 DELETE FROM delivery_attempts
 WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < @before::timestamptz LIMIT @batch_size::int);

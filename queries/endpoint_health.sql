@@ -35,10 +35,10 @@ ORDER BY e.id;
 -- UPDATE wins and the others match no row. Paused endpoints wait for an
 -- operator.
 UPDATE endpoint_health
-SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
+SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce(sqlc.narg('now')::timestamptz, now()), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE state = 'open'
   AND NOT paused
-  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce(sqlc.narg(now)::timestamptz, now())
+  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce(sqlc.narg('now')::timestamptz, now())
 RETURNING endpoint_id;
 
 -- name: EndpointHealthLock :many
@@ -65,7 +65,7 @@ SET state                = u.state,
     paused_until         = NULLIF(u.paused_until, '0001-01-01 00:00:00+00'),
     last_success_at      = NULLIF(u.last_success_at, '0001-01-01 00:00:00+00'),
     last_failure_at      = NULLIF(u.last_failure_at, '0001-01-01 00:00:00+00'),
-    updated_at           = coalesce(sqlc.narg(now)::timestamptz, now())
+    updated_at           = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@states::text[]) AS state,
              unnest(@consecutive_failures::int[]) AS consecutive_failures,
@@ -99,7 +99,7 @@ UPDATE endpoint_health h
 SET p50_ms = NULLIF(u.p50_ms, -1), p95_ms = NULLIF(u.p95_ms, -1), p99_ms = NULLIF(u.p99_ms, -1),
     sample_count = u.sample_count, ok_count = u.ok_count,
     recent_p95_ms = NULLIF(u.recent_p95_ms, -1), recent_sample_count = u.recent_sample_count,
-    stats_refreshed_at = coalesce(sqlc.narg(now)::timestamptz, now())
+    stats_refreshed_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@p50s_ms::float8[]) AS p50_ms,
              unnest(@p95s_ms::float8[]) AS p95_ms,
@@ -111,19 +111,20 @@ FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
 WHERE h.endpoint_id = u.endpoint_id;
 
 -- name: EndpointHealthClearLatency :exec
--- Endpoints with no attempt in the window have no percentiles.
+-- Clears the cached percentiles of endpoints not in @keep_ids: with no
+-- attempt in the window they have none.
 UPDATE endpoint_health
 SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
-    recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce(sqlc.narg(now)::timestamptz, now())
+    recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY(@keep_ids::bigint[]));
 
 -- name: EndpointHealthSetSparklines :exec
 -- Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
--- @start) from the 900 s histograms, in one statement; endpoints without
+-- start) from the 900 s histograms, in one statement; endpoints without
 -- data in the window lose theirs.
 WITH active AS (
     SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = 900 AND bucket_start >= @start::timestamptz
+    WHERE resolution_seconds = 900 AND bucket_start >= sqlc.arg(start)::timestamptz
 ),
 series AS (
     SELECT a.endpoint_id,
@@ -132,13 +133,13 @@ series AS (
            array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
            array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
     FROM active a
-    CROSS JOIN generate_series(@start::timestamptz, sqlc.arg(start)::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
+    CROSS JOIN generate_series(sqlc.arg(start)::timestamptz, sqlc.arg(start)::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
     LEFT JOIN latency_histograms l
            ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = 900 AND l.bucket_start = g.slot
     GROUP BY a.endpoint_id
 )
 UPDATE endpoint_health h
-SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE @start::timestamptz END,
+SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE sqlc.arg(start)::timestamptz END,
     spark_p50 = s.p50, spark_p95 = s.p95, spark_p99 = s.p99, spark_count = s.counts
 FROM endpoint_health h2
 LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id

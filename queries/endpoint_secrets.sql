@@ -48,5 +48,5 @@ ORDER BY created_at DESC, id DESC;
 SELECT id, ciphertext, expires_at
 FROM endpoint_secrets
 WHERE endpoint_id = @endpoint_id
-  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg(now)::timestamptz, now()))
+  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
 ORDER BY created_at DESC, id DESC;

@@ -35,7 +35,8 @@ RETURNING *;
 SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id;
 
 -- name: EndpointHeadersReplace :execrows
--- Replaces stored headers only if they are still what was read.
+-- Replaces stored headers only if they are still what was read (a
+-- compare-and-set, so the sealing pass never overwrites a concurrent edit).
 UPDATE endpoints SET headers = @new_headers WHERE id = @id AND headers = @old_headers;
 
 -- name: EndpointGet :one
@@ -68,7 +69,7 @@ RETURNING *;
 -- and new ones keep being queued for it; nothing is deleted or dead.
 UPDATE endpoints
 SET enabled = false, disabled_reason = @reason, disabled_cause = @cause,
-    disabled_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = now()
+    disabled_at = coalesce(sqlc.narg('now')::timestamptz, now()), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE id = @id AND enabled;
 
 -- name: EndpointSetFailureBudget :one

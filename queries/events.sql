@@ -203,17 +203,17 @@ ORDER BY r.id DESC
 LIMIT @max_rows;
 
 -- name: RetentionDeleteEventsOf :execrows
--- The events among ids older than the cutoff that have no delivery left:
--- an event goes with its last delivery, found without a scan.
+-- Retention: deletes the events among ids older than the cutoff that have
+-- no delivery left: an event goes with its last delivery, found without a scan.
 DELETE FROM events ev
 WHERE ev.id = ANY(@ids::uuid[])
   AND ev.created_at < @before::timestamptz
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id);
 
 -- name: RetentionSweepEvents :one
--- The events older than the cutoff with no delivery (none subscribed, or
--- a filter took none), a batch at a time in log order after the cursor
--- (after_created_at, after_id): the caller moves the cursor to the last
+-- Retention: deletes the events older than the cutoff with no delivery
+-- (none subscribed, or a filter took none), a batch at a time in log order
+-- after the cursor (after_created_at, after_id): the caller moves it to the last
 -- event scanned, so events kept for their dead letters are passed over
 -- once, not rescanned by every batch (at 10 million events, a sweep from
 -- the start each batch fell from 80,000 to 45,000 events a pass as kept

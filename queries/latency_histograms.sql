@@ -24,7 +24,8 @@ ORDER BY h.endpoint_id, h.resolution_seconds, h.bucket_start
 FOR UPDATE OF h;
 
 -- name: LatencySlotsWrite :exec
--- Stores merged histograms with their counters and quantiles.
+-- Stores merged histograms with their counters and quantiles, under the
+-- locks LatencySlotsLock took.
 UPDATE latency_histograms h
 SET count = u.count, ok_count = u.ok_count, fail_count = u.fail_count, sum_ms = u.sum_ms,
     p50_ms = u.p50_ms, p95_ms = u.p95_ms, p99_ms = u.p99_ms, buckets = u.buckets
@@ -86,6 +87,8 @@ WHERE endpoint_id = @endpoint_id AND resolution_seconds = @resolution_seconds
 ORDER BY bucket_start;
 
 -- name: RetentionDeleteHistograms :execrows
+-- Retention: deletes a batch of histogram rows of the given resolutions
+-- older than the cutoff (each group of resolutions has its own window).
 DELETE FROM latency_histograms
 WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
     SELECT endpoint_id, resolution_seconds, bucket_start FROM latency_histograms

@@ -1,4 +1,6 @@
 -- name: NotificationChannelCreate :one
+-- Stores a channel; its endpoint (NotificationEndpointCreate) and health
+-- row are created first, in the same transaction.
 INSERT INTO notification_channels (name, style, endpoint_id, kinds, created_by)
 VALUES (@name, @style, @endpoint_id, @kinds, @created_by)
 RETURNING *;

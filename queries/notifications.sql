@@ -4,7 +4,7 @@
 -- when its cause does. Nothing is sent here: the dispatcher does that
 -- later, outside the delivery path. 0 stands for "no endpoint".
 INSERT INTO notifications (kind, endpoint_id, subject, figures, created_at)
-SELECT u.kind, NULLIF(u.endpoint_id, 0), u.subject, u.figures, coalesce(sqlc.narg(now)::timestamptz, now())
+SELECT u.kind, NULLIF(u.endpoint_id, 0), u.subject, u.figures, coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@kinds::text[]) AS kind,
              unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@subjects::text[]) AS subject,
@@ -18,7 +18,7 @@ INSERT INTO notifications (kind, channel_id, figures) VALUES ('test', @channel_i
 -- name: NotificationMark :exec
 -- Records the dispatcher's decision on outbox rows.
 UPDATE notifications
-SET state = @state, repeats = @repeats, sent_at = CASE WHEN @state = 'sent' THEN coalesce(sqlc.narg(now)::timestamptz, now()) END
+SET state = @state, repeats = @repeats, sent_at = CASE WHEN @state = 'sent' THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
 WHERE id = ANY (@ids::bigint[]);
 
 -- name: NotificationPrune :execrows

@@ -36,6 +36,8 @@ ORDER BY p.archived_at IS NOT NULL, lower(p.name);
 SELECT id FROM partners WHERE id = ANY(@ids::bigint[]);
 
 -- name: PartnerUpdate :one
+-- Writes a partner's name, contact and notes; a duplicate name fails with
+-- 23505, as on create.
 UPDATE partners
 SET name = @name, contact = @contact, notes = @notes, updated_at = now()
 WHERE id = @id

@@ -49,7 +49,8 @@ UPDATE portal_links SET revoked_at = now()
 WHERE partner_id = @partner_id AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now();
 
 -- name: RetentionDeletePortalLinks :execrows
--- Sign-in links expired before the cutoff that no kept session names.
+-- Retention: deletes sign-in links expired before the cutoff that no kept
+-- session names.
 DELETE FROM portal_links l
 WHERE l.expires_at < @before::timestamptz
   AND NOT EXISTS (SELECT 1 FROM portal_sessions s WHERE s.link_id = l.id);

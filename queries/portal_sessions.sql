@@ -43,7 +43,7 @@ ORDER BY created_at DESC, id DESC
 LIMIT 50;
 
 -- name: RetentionDeletePortalSessions :execrows
--- Portal sessions past their limits (8 h idle, 7 days absolute; web), with
--- a margin: refused already, dead weight now.
+-- Retention: deletes portal sessions past their limits (8 h idle, 7 days
+-- absolute; web), with a margin: refused already, dead weight now.
 DELETE FROM portal_sessions
 WHERE last_seen_at < @idle_before::timestamptz OR created_at < @created_before::timestamptz;

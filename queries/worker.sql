@@ -1,5 +1,5 @@
 -- The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
--- Their transactions' other writes are with their tables; the bench baselines keep their own SQL in worker/bench.
+-- Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
 
 -- name: ClaimLock :exec
 -- Serialises claims across replicas for the rest of the transaction. The
@@ -10,52 +10,32 @@
 SELECT pg_advisory_xact_lock(7270736901);
 
 -- name: ClaimSettings :exec
--- Settings for the claim's transaction only.
---
--- synchronous_commit off: a claim commits without waiting for its WAL to
--- reach disk. Nothing accepted can be lost by it: if PostgreSQL crashes
--- before the WAL writer flushes the claim (within a fraction of a second),
--- its rows are simply pending again and get claimed again, so a row already
--- sent is sent twice, and only rows that were in flight at the crash, which
--- at-least-once allows. A result is never recorded against a lost claim:
--- the completion commits synchronously, which flushes all WAL before it,
--- the claim included. Events are committed synchronously at ingest. What it
--- saves is a disk flush per claim on the claim loop's critical path.
---
--- plan_cache_mode force_generic_plan: PostgreSQL would otherwise plan the
--- claim afresh on every call (its custom plans look cheaper than the
--- generic one), and planning it costs as much as claiming dozens of rows.
--- DeliveryClaim is written so that its cached plan is a good one whatever
--- the parameters.
+-- Settings for the claim's transaction only. synchronous_commit off saves a
+-- disk flush per claim and loses nothing: a claim lost in a crash is only
+-- pending again (sent twice at worst, as at-least-once allows), and the
+-- completion's synchronous commit flushes the claim's WAL before any result
+-- is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
+-- afresh on every call, which costs as much as claiming dozens of rows; see
+-- worker/architecture.md.
 SELECT set_config('synchronous_commit', 'off', true),
        set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeliveryClaim :many
--- Claims due deliveries in one statement and commits before any HTTP is
--- sent: no transaction is ever held open across a network call.
---
--- Only endpoints that are enabled, whose breaker is closed and that are not
--- paused by a Retry-After are eligible. Each gets at most its free in-flight
--- slots (max_in_flight minus rows already in flight, across all replicas)
--- and, when rate-limited, at most the tokens this replica holds for it
--- (@capped_ids/@caps; a rate-limited endpoint absent from them is skipped
--- until the worker knows its limit). Endpoints are visited in random order
--- so that a large backlog on one cannot starve the others; within an
--- endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
--- claims by other replicas take other rows instead of waiting.
---
--- The plan is cached (see ClaimSettings), so it must not depend on how many
--- rows are picked: the picked ids reach the UPDATE as an array, which the
--- planner always treats as a handful of primary-key lookups. Joined to
--- picked as a table instead, a cached plan sometimes assumed thousands of
--- rows and hashed a scan of the whole events table on every claim.
+-- Claims due deliveries (status in_flight, leased to @worker_id) and commits
+-- before any HTTP is sent: no transaction is held across a network call.
+-- Enabled, closed, unpaused endpoints get at most their free in-flight slots
+-- (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
+-- random order so one backlog cannot starve the others; SKIP LOCKED keeps
+-- replicas off each other's rows. The picked ids reach the UPDATE as an
+-- array so the cached plan (ClaimSettings) stays a few key lookups however
+-- many rows are picked; see worker/architecture.md.
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
       AND h.state = 'closed'
-      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
 ),
 in_flight AS (
     SELECT endpoint_id, count(*)::int AS n
@@ -81,7 +61,7 @@ picked AS (
         FROM deliveries d
         WHERE d.endpoint_id = r.id
           AND d.status IN ('pending', 'failed')
-          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         ORDER BY d.next_attempt_at
         LIMIT r.n
         FOR UPDATE SKIP LOCKED
@@ -90,7 +70,7 @@ picked AS (
 )
 UPDATE deliveries d
 SET status = 'in_flight',
-    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + (e.timeout_ms + @lease_margin_ms::int) * interval '1 millisecond',
     lease_owner = @worker_id::text
 FROM events ev, endpoints e
 WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
@@ -100,10 +80,11 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           e.secret_version, e.macro_style, e.signature_param;
 
 -- name: DeliveryClaimProbes :many
--- Claims exactly one probe delivery per half-open endpoint that has none:
--- the health row is locked (SKIP LOCKED, so racing replicas skip it) and
--- marked with the probe's id in the same statement, so no second probe is
--- ever claimed while the first is unresolved.
+-- Claims exactly one probe delivery per half-open endpoint that has none
+-- (EndpointHealthStartProbes opened them): the health row is locked (SKIP
+-- LOCKED, so racing replicas skip it) and marked with the probe's id in the
+-- same statement, so no second probe is ever claimed while the first is
+-- unresolved.
 WITH ready AS (
     SELECT h.endpoint_id
     FROM endpoint_health h
@@ -111,7 +92,7 @@ WITH ready AS (
     WHERE h.state = 'half_open'
       AND h.probe_delivery_id IS NULL
       AND e.enabled
-      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     FOR UPDATE OF h SKIP LOCKED
 ),
 pick AS (
@@ -121,7 +102,7 @@ pick AS (
         SELECT d.id FROM deliveries d
         WHERE d.endpoint_id = r.endpoint_id
           AND d.status IN ('pending', 'failed')
-          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         ORDER BY d.next_attempt_at
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -129,13 +110,13 @@ pick AS (
 ),
 mark AS (
     UPDATE endpoint_health h
-    SET probe_delivery_id = p.id, updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
+    SET probe_delivery_id = p.id, updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM pick p
     WHERE h.endpoint_id = p.endpoint_id
 )
 UPDATE deliveries d
 SET status = 'in_flight',
-    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + (e.timeout_ms + @lease_margin_ms::int) * interval '1 millisecond',
     lease_owner = @worker_id::text
 FROM pick p, events ev, endpoints e
 WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
@@ -152,7 +133,9 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
 -- status test too; "status = 'in_flight'" is left out on purpose, because it
 -- steers the planner to the small in-flight partial index as the outer side
 -- of a nested loop (one scan of every in-flight row per result) instead of
--- one primary-key lookup per result. Returns the ids actually updated.
+-- one primary-key lookup per result. Returns the ids actually updated; the
+-- same transaction writes their attempts (AttemptInsert), latency samples
+-- and breaker rows (EndpointHealthWrite).
 UPDATE deliveries d
 SET status           = u.status,
     attempt_count    = d.attempt_count + 1,
@@ -183,7 +166,7 @@ RETURNING d.id;
 -- Returns deliveries this worker claimed but did not attempt (shutdown
 -- cancelled the send) to the queue, due now, without using an attempt.
 UPDATE deliveries d
-SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempt_counts::int[]) AS attempt_count) u
 WHERE d.id = u.id
   AND d.lease_owner = @worker_id::text
@@ -193,7 +176,7 @@ WHERE d.id = u.id
 -- At shutdown, after the last flush: anything still leased by this worker
 -- goes back to the queue, due now. Normally matches nothing.
 UPDATE deliveries
-SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 WHERE status = 'in_flight' AND lease_owner = @worker_id::text;
 
 -- name: DeliveryRescueExpired :many
@@ -216,7 +199,7 @@ UPDATE deliveries d
 SET status           = 'failed',
     attempt_count    = d.attempt_count + 1,
     max_attempts     = GREATEST(d.max_attempts, d.attempt_count + 2),
-    next_attempt_at  = coalesce(sqlc.narg(now)::timestamptz, now()),
+    next_attempt_at  = coalesce(sqlc.narg('now')::timestamptz, now()),
     lease_expires_at = NULL,
     lease_owner      = NULL,
     last_error       = 'lease expired: the worker sending it stopped before recording a result',
@@ -225,7 +208,7 @@ SET status           = 'failed',
 FROM (
     SELECT id FROM deliveries
     WHERE status = 'in_flight'
-      AND (lease_expires_at < coalesce(sqlc.narg(now)::timestamptz, now())
+      AND (lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
            OR lease_owner IN (SELECT worker_id FROM dead))
     ORDER BY lease_expires_at
     LIMIT @max_rows::int

@@ -2,7 +2,7 @@
 -- Records this replica as alive, with the key of the advisory lock it holds
 -- while it runs (see WorkerFindDead).
 INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
-VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg(now)::timestamptz, now()), coalesce(sqlc.narg(now)::timestamptz, now()))
+VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
 ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key;
 
 -- name: WorkerLockHold :one
@@ -36,5 +36,7 @@ FROM worker_heartbeats
 WHERE last_seen_at > @since::timestamptz;
 
 -- name: WorkerHeartbeatDelete :exec
+-- At shutdown: removes this worker's heartbeat and any an hour stale, so
+-- the live count drops at once.
 DELETE FROM worker_heartbeats
-WHERE worker_id = @worker_id OR last_seen_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour';
+WHERE worker_id = @worker_id OR last_seen_at < coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour';
