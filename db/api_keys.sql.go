@@ -59,6 +59,7 @@ type APIKeyCreateRow struct {
 	RevokedAt  *time.Time
 }
 
+// Stores a new API key by the SHA-256 of its value; the value itself is never stored.
 func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (APIKeyCreateRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyCreate,
 		arg.Name,
@@ -139,6 +140,8 @@ type APIKeyRevokeRow struct {
 	RevokedAt  *time.Time
 }
 
+// Revokes a key: it stops authenticating at once and stays listed as revoked.
+// No row when it is unknown or already revoked.
 func (q *Queries) APIKeyRevoke(ctx context.Context, id int64) (APIKeyRevokeRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyRevoke, id)
 	var i APIKeyRevokeRow

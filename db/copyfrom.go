@@ -46,7 +46,8 @@ func (r iteratorForAttemptInsert) Err() error {
 	return nil
 }
 
-// Attempts are append-only and written with COPY, one batch per flush.
+// Appends attempts with COPY, one batch per completion flush (or rescue), in
+// the transaction that records their deliveries' outcome; never updated.
 func (q *Queries) AttemptInsert(ctx context.Context, arg []AttemptInsertParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"delivery_attempts"}, []string{"delivery_id", "endpoint_id", "attempt_no", "started_at", "duration_ms", "outcome", "status_code", "error_class", "error", "response_excerpt"}, &iteratorForAttemptInsert{rows: arg})
 }

@@ -43,6 +43,7 @@ func (q *Queries) DeadLetterClusterCount(ctx context.Context, arg DeadLetterClus
 }
 
 const deadLetterClusters = `-- name: DeadLetterClusters :many
+
 WITH dead AS (
     SELECT d.id, d.endpoint_id, coalesce(d.last_error_class, '') AS error_class,
            coalesce(d.last_status_code, 0) AS status_code, d.dead_at, d.attempt_count,
@@ -98,6 +99,7 @@ type DeadLetterClustersRow struct {
 	MaxInOneHour     int64
 }
 
+// Reads for the dead-letter page, kept by page; the replays that write deliveries are in deliveries.sql.
 // Groups dead deliveries of the last @since by endpoint × error class ×
 // status code: the debugging dataset. Payout at risk sums a numeric (or
 // numeric-string, at most 15 digits before the point, so no sum overflows)
@@ -231,168 +233,4 @@ func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const deadLetterReplayCluster = `-- name: DeadLetterReplayCluster :many
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = $1
-  AND coalesce(d.last_error_class, '') = $2::text
-  AND coalesce(d.last_status_code, 0) = $3::int
-  AND d.dead_at >= $4::timestamptz
-RETURNING d.id, d.replayed_at
-`
-
-type DeadLetterReplayClusterParams struct {
-	EndpointID int64
-	ErrorClass string
-	StatusCode int32
-	Since      time.Time
-}
-
-type DeadLetterReplayClusterRow struct {
-	ID         int64
-	ReplayedAt *time.Time
-}
-
-// Replays every dead delivery of one cluster since a time.
-func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]DeadLetterReplayClusterRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayCluster,
-		arg.EndpointID,
-		arg.ErrorClass,
-		arg.StatusCode,
-		arg.Since,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeadLetterReplayClusterRow{}
-	for rows.Next() {
-		var i DeadLetterReplayClusterRow
-		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deadLetterReplayEndpoint = `-- name: DeadLetterReplayEndpoint :many
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = $1
-  AND d.dead_at >= $2::timestamptz
-RETURNING d.id, d.replayed_at
-`
-
-type DeadLetterReplayEndpointParams struct {
-	EndpointID int64
-	Since      time.Time
-}
-
-type DeadLetterReplayEndpointRow struct {
-	ID         int64
-	ReplayedAt *time.Time
-}
-
-// Replays every dead delivery of an endpoint since a time.
-func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]DeadLetterReplayEndpointRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayEndpoint, arg.EndpointID, arg.Since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeadLetterReplayEndpointRow{}
-	for rows.Next() {
-		var i DeadLetterReplayEndpointRow
-		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deadLetterReplayIDs = `-- name: DeadLetterReplayIDs :many
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY($1::bigint[])
-RETURNING d.id, d.replayed_at
-`
-
-type DeadLetterReplayIDsRow struct {
-	ID         int64
-	ReplayedAt *time.Time
-}
-
-// Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
-// numbers keep counting, so the attempt log stays unambiguous), is due now
-// and goes through the breaker and rate limit like any delivery. Only dead
-// rows change; the same event id (webhook-id) is sent again.
-func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]DeadLetterReplayIDsRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayIDs, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeadLetterReplayIDsRow{}
-	for rows.Next() {
-		var i DeadLetterReplayIDsRow
-		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const replayProgress = `-- name: ReplayProgress :one
-SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
-       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
-       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
-FROM deliveries
-WHERE replayed_at = $1
-  AND ($2::bigint IS NULL OR endpoint_id = $2::bigint)
-`
-
-type ReplayProgressParams struct {
-	ReplayedAt *time.Time
-	EndpointID *int64
-}
-
-type ReplayProgressRow struct {
-	Delivered int64
-	Waiting   int64
-	Dead      int64
-}
-
-// How the deliveries of one replay (one replay timestamp: a dead-letter
-// replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
-// doing: delivered, still waiting, or dead again (deliveries_replayed).
-func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) (ReplayProgressRow, error) {
-	row := q.db.QueryRow(ctx, replayProgress, arg.ReplayedAt, arg.EndpointID)
-	var i ReplayProgressRow
-	err := row.Scan(&i.Delivered, &i.Waiting, &i.Dead)
-	return i, err
 }

@@ -12,6 +12,140 @@ import (
 	"github.com/google/uuid"
 )
 
+const deadLetterReplayCluster = `-- name: DeadLetterReplayCluster :many
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = $1
+  AND coalesce(d.last_error_class, '') = $2::text
+  AND coalesce(d.last_status_code, 0) = $3::int
+  AND d.dead_at >= $4::timestamptz
+RETURNING d.id, d.replayed_at
+`
+
+type DeadLetterReplayClusterParams struct {
+	EndpointID int64
+	ErrorClass string
+	StatusCode int32
+	Since      time.Time
+}
+
+type DeadLetterReplayClusterRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
+
+// Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
+func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]DeadLetterReplayClusterRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterReplayCluster,
+		arg.EndpointID,
+		arg.ErrorClass,
+		arg.StatusCode,
+		arg.Since,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterReplayClusterRow{}
+	for rows.Next() {
+		var i DeadLetterReplayClusterRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterReplayEndpoint = `-- name: DeadLetterReplayEndpoint :many
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = $1
+  AND d.dead_at >= $2::timestamptz
+RETURNING d.id, d.replayed_at
+`
+
+type DeadLetterReplayEndpointParams struct {
+	EndpointID int64
+	Since      time.Time
+}
+
+type DeadLetterReplayEndpointRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
+
+// Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
+func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]DeadLetterReplayEndpointRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterReplayEndpoint, arg.EndpointID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterReplayEndpointRow{}
+	for rows.Next() {
+		var i DeadLetterReplayEndpointRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterReplayIDs = `-- name: DeadLetterReplayIDs :many
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY($1::bigint[])
+RETURNING d.id, d.replayed_at
+`
+
+type DeadLetterReplayIDsRow struct {
+	ID         int64
+	ReplayedAt *time.Time
+}
+
+// Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
+// numbers keep counting, so the attempt log stays unambiguous), is due now
+// and goes through the breaker and rate limit like any delivery. Only dead
+// rows change; the same event id (webhook-id) is sent again.
+func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]DeadLetterReplayIDsRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterReplayIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterReplayIDsRow{}
+	for rows.Next() {
+		var i DeadLetterReplayIDsRow
+		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deliveryGet = `-- name: DeliveryGet :one
 SELECT id, event_id, endpoint_id, status, attempt_count, max_attempts, next_attempt_at, lease_expires_at, lease_owner, delivered_at, dead_at, last_error, last_error_class, last_status_code, last_response_ms, replay_count, created_at, replayed_at FROM deliveries WHERE id = $1
 `
@@ -189,10 +323,10 @@ type DeliveryReplayBatchParams struct {
 	BatchSize  int32
 }
 
-// Writes: re-queues the next batch of a bulk replay's deliveries after
-// after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
-// attempt budget, is due now, goes through breaker and rate limit, and
-// keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+// Re-queues the next batch of a bulk replay's deliveries after after_id, in
+// id order (DeliveryReplayCount's filter): each gets a fresh attempt budget,
+// is due now, goes through breaker and rate limit, and keeps its event id
+// (webhook-id); replayed_at = stamp marks the job's.
 func (q *Queries) DeliveryReplayBatch(ctx context.Context, arg DeliveryReplayBatchParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deliveryReplayBatch,
 		arg.Stamp,
@@ -369,6 +503,72 @@ func (q *Queries) EndpointQueueDepths(ctx context.Context) ([]EndpointQueueDepth
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const replayProgress = `-- name: ReplayProgress :one
+SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
+       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE replayed_at = $1
+  AND ($2::bigint IS NULL OR endpoint_id = $2::bigint)
+`
+
+type ReplayProgressParams struct {
+	ReplayedAt *time.Time
+	EndpointID *int64
+}
+
+type ReplayProgressRow struct {
+	Delivered int64
+	Waiting   int64
+	Dead      int64
+}
+
+// How the deliveries of one replay (one replay timestamp: a dead-letter
+// replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
+// doing: delivered, still waiting, or dead again (deliveries_replayed).
+func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) (ReplayProgressRow, error) {
+	row := q.db.QueryRow(ctx, replayProgress, arg.ReplayedAt, arg.EndpointID)
+	var i ReplayProgressRow
+	err := row.Scan(&i.Delivered, &i.Waiting, &i.Dead)
+	return i, err
+}
+
+const retentionDeleteDelivered = `-- name: RetentionDeleteDelivered :many
+DELETE FROM deliveries
+WHERE id IN (SELECT id FROM deliveries
+             WHERE status = 'delivered' AND delivered_at < $1::timestamptz
+             LIMIT $2::int)
+RETURNING event_id
+`
+
+type RetentionDeleteDeliveredParams struct {
+	Before    time.Time
+	BatchSize int32
+}
+
+// Retention: deletes a batch of deliveries delivered before the cutoff. Dead
+// letters are kept: they are the debugging dataset. Attempts go by their own
+// retention. Returns the deleted deliveries' events, for RetentionDeleteEventsOf.
+func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var event_id uuid.UUID
+		if err := rows.Scan(&event_id); err != nil {
+			return nil, err
+		}
+		items = append(items, event_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

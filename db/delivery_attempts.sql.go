@@ -12,6 +12,19 @@ import (
 	"github.com/google/uuid"
 )
 
+type AttemptInsertParams struct {
+	DeliveryID      int64
+	EndpointID      int64
+	AttemptNo       int32
+	StartedAt       time.Time
+	DurationMs      float64
+	Outcome         string
+	StatusCode      *int32
+	ErrorClass      *string
+	Error           *string
+	ResponseExcerpt *string
+}
+
 const attemptListByEvent = `-- name: AttemptListByEvent :many
 SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt
 FROM delivery_attempts a
@@ -144,4 +157,25 @@ func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEn
 		return nil, err
 	}
 	return items, nil
+}
+
+const retentionDeleteAttempts = `-- name: RetentionDeleteAttempts :execrows
+DELETE FROM delivery_attempts
+WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < $1::timestamptz LIMIT $2::int)
+`
+
+type RetentionDeleteAttemptsParams struct {
+	Before    time.Time
+	BatchSize int32
+}
+
+// Retention: deletes a batch of attempts started before the cutoff. Every
+// retention delete runs in small batches, each its own short transaction, so
+// delivery never waits behind one giant DELETE.
+func (q *Queries) RetentionDeleteAttempts(ctx context.Context, arg RetentionDeleteAttemptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeleteAttempts, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -71,6 +71,58 @@ func (q *Queries) EndpointHealthBudgetReset(ctx context.Context, endpointID int6
 	return err
 }
 
+const endpointHealthBudgetWrite = `-- name: EndpointHealthBudgetWrite :exec
+UPDATE endpoint_health h
+SET failed_deliveries = u.failed_deliveries,
+    first_failed_at   = NULLIF(u.first_failed_at, '0001-01-01 00:00:00+00'),
+    budget_warned     = u.budget_warned
+FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
+             unnest($2::int[]) AS failed_deliveries,
+             unnest($3::timestamptz[]) AS first_failed_at,
+             unnest($4::int[]) AS budget_warned) u
+WHERE h.endpoint_id = u.endpoint_id
+`
+
+type EndpointHealthBudgetWriteParams struct {
+	EndpointIds      []int64
+	FailedDeliveries []int32
+	FirstFailedAts   []time.Time
+	BudgetWarned     []int32
+}
+
+// Writes the failure-budget streaks computed by worker/budget for the
+// endpoints of a completion batch whose streak changed (a delivery died,
+// or a success ended a streak), under the locks EndpointHealthLock took.
+// The zero time stands for NULL.
+func (q *Queries) EndpointHealthBudgetWrite(ctx context.Context, arg EndpointHealthBudgetWriteParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthBudgetWrite,
+		arg.EndpointIds,
+		arg.FailedDeliveries,
+		arg.FirstFailedAts,
+		arg.BudgetWarned,
+	)
+	return err
+}
+
+const endpointHealthClearLatency = `-- name: EndpointHealthClearLatency :exec
+UPDATE endpoint_health
+SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
+    recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce($1::timestamptz, now())
+WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY($2::bigint[]))
+`
+
+type EndpointHealthClearLatencyParams struct {
+	Now     *time.Time
+	KeepIds []int64
+}
+
+// Clears the cached percentiles of endpoints not in @keep_ids: with no
+// attempt in the window they have none.
+func (q *Queries) EndpointHealthClearLatency(ctx context.Context, arg EndpointHealthClearLatencyParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthClearLatency, arg.Now, arg.KeepIds)
+	return err
+}
+
 const endpointHealthCreate = `-- name: EndpointHealthCreate :exec
 INSERT INTO endpoint_health (endpoint_id) VALUES ($1)
 `
@@ -121,6 +173,104 @@ func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int
 	return i, err
 }
 
+const endpointHealthLock = `-- name: EndpointHealthLock :many
+SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
+FROM endpoint_health h
+JOIN endpoints e ON e.id = h.endpoint_id
+WHERE h.endpoint_id = ANY($1::bigint[])
+ORDER BY h.endpoint_id
+FOR UPDATE OF h
+`
+
+type EndpointHealthLockRow struct {
+	EndpointID           int64
+	State                string
+	ConsecutiveFailures  int32
+	OpenedAt             *time.Time
+	CooldownSeconds      int32
+	Paused               bool
+	PausedUntil          *time.Time
+	ProbeDeliveryID      *int64
+	LastSuccessAt        *time.Time
+	LastFailureAt        *time.Time
+	P50Ms                *float64
+	P95Ms                *float64
+	P99Ms                *float64
+	SampleCount          int64
+	RecentP95Ms          *float64
+	RecentSampleCount    int64
+	SparkStart           *time.Time
+	SparkP50             []float32
+	SparkP95             []float32
+	SparkP99             []float32
+	SparkCount           []int32
+	StatsRefreshedAt     *time.Time
+	UpdatedAt            time.Time
+	OkCount              int64
+	FailedDeliveries     int32
+	FirstFailedAt        *time.Time
+	BudgetWarned         int32
+	FailureThreshold     int32
+	DisableAfterFailures int32
+	DisableAfterHours    int32
+	Enabled              bool
+}
+
+// Locks the health rows of the endpoints in a completion batch, in id order
+// (every writer locks in that order, so replicas cannot deadlock). With
+// the endpoint's failure budget: the streak is kept on the same row.
+func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) ([]EndpointHealthLockRow, error) {
+	rows, err := q.db.Query(ctx, endpointHealthLock, endpointIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointHealthLockRow{}
+	for rows.Next() {
+		var i EndpointHealthLockRow
+		if err := rows.Scan(
+			&i.EndpointID,
+			&i.State,
+			&i.ConsecutiveFailures,
+			&i.OpenedAt,
+			&i.CooldownSeconds,
+			&i.Paused,
+			&i.PausedUntil,
+			&i.ProbeDeliveryID,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.P50Ms,
+			&i.P95Ms,
+			&i.P99Ms,
+			&i.SampleCount,
+			&i.RecentP95Ms,
+			&i.RecentSampleCount,
+			&i.SparkStart,
+			&i.SparkP50,
+			&i.SparkP95,
+			&i.SparkP99,
+			&i.SparkCount,
+			&i.StatsRefreshedAt,
+			&i.UpdatedAt,
+			&i.OkCount,
+			&i.FailedDeliveries,
+			&i.FirstFailedAt,
+			&i.BudgetWarned,
+			&i.FailureThreshold,
+			&i.DisableAfterFailures,
+			&i.DisableAfterHours,
+			&i.Enabled,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointHealthSetBreaker = `-- name: EndpointHealthSetBreaker :exec
 UPDATE endpoint_health
 SET state = $1, consecutive_failures = $2, opened_at = $3,
@@ -148,6 +298,174 @@ func (q *Queries) EndpointHealthSetBreaker(ctx context.Context, arg EndpointHeal
 		arg.CooldownSeconds,
 		arg.Paused,
 		arg.EndpointID,
+	)
+	return err
+}
+
+const endpointHealthSetLatency = `-- name: EndpointHealthSetLatency :exec
+UPDATE endpoint_health h
+SET p50_ms = NULLIF(u.p50_ms, -1), p95_ms = NULLIF(u.p95_ms, -1), p99_ms = NULLIF(u.p99_ms, -1),
+    sample_count = u.sample_count, ok_count = u.ok_count,
+    recent_p95_ms = NULLIF(u.recent_p95_ms, -1), recent_sample_count = u.recent_sample_count,
+    stats_refreshed_at = coalesce($1::timestamptz, now())
+FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
+             unnest($3::float8[]) AS p50_ms,
+             unnest($4::float8[]) AS p95_ms,
+             unnest($5::float8[]) AS p99_ms,
+             unnest($6::bigint[]) AS sample_count,
+             unnest($7::bigint[]) AS ok_count,
+             unnest($8::float8[]) AS recent_p95_ms,
+             unnest($9::bigint[]) AS recent_sample_count) u
+WHERE h.endpoint_id = u.endpoint_id
+`
+
+type EndpointHealthSetLatencyParams struct {
+	Now                *time.Time
+	EndpointIds        []int64
+	P50sMs             []float64
+	P95sMs             []float64
+	P99sMs             []float64
+	SampleCounts       []int64
+	OkCounts           []int64
+	RecentP95sMs       []float64
+	RecentSampleCounts []int64
+}
+
+// Caches each endpoint's rolling 24 h P50/P95/P99 and recent P95 (computed
+// from merged buckets). A negative value stands for NULL (no samples).
+func (q *Queries) EndpointHealthSetLatency(ctx context.Context, arg EndpointHealthSetLatencyParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthSetLatency,
+		arg.Now,
+		arg.EndpointIds,
+		arg.P50sMs,
+		arg.P95sMs,
+		arg.P99sMs,
+		arg.SampleCounts,
+		arg.OkCounts,
+		arg.RecentP95sMs,
+		arg.RecentSampleCounts,
+	)
+	return err
+}
+
+const endpointHealthSetSparklines = `-- name: EndpointHealthSetSparklines :exec
+WITH active AS (
+    SELECT DISTINCT endpoint_id FROM latency_histograms
+    WHERE resolution_seconds = 900 AND bucket_start >= $1::timestamptz
+),
+series AS (
+    SELECT a.endpoint_id,
+           array_agg(coalesce(l.p50_ms, 0)::real ORDER BY g.slot) AS p50,
+           array_agg(coalesce(l.p95_ms, 0)::real ORDER BY g.slot) AS p95,
+           array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
+           array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
+    FROM active a
+    CROSS JOIN generate_series($1::timestamptz, $1::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
+    LEFT JOIN latency_histograms l
+           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = 900 AND l.bucket_start = g.slot
+    GROUP BY a.endpoint_id
+)
+UPDATE endpoint_health h
+SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE $1::timestamptz END,
+    spark_p50 = s.p50, spark_p95 = s.p95, spark_p99 = s.p99, spark_count = s.counts
+FROM endpoint_health h2
+LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id
+WHERE h.endpoint_id = h2.endpoint_id
+  AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL)
+`
+
+// Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
+// start) from the 900 s histograms, in one statement; endpoints without
+// data in the window lose theirs.
+func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, start time.Time) error {
+	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, start)
+	return err
+}
+
+const endpointHealthStartProbes = `-- name: EndpointHealthStartProbes :many
+UPDATE endpoint_health
+SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce($1::timestamptz, now()), updated_at = coalesce($1::timestamptz, now())
+WHERE state = 'open'
+  AND NOT paused
+  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce($1::timestamptz, now())
+RETURNING endpoint_id
+`
+
+// Moves open breakers whose cooldown has passed to half_open. The WHERE
+// state = 'open' makes the transition conditional: when replicas race, one
+// UPDATE wins and the others match no row. Paused endpoints wait for an
+// operator.
+func (q *Queries) EndpointHealthStartProbes(ctx context.Context, now *time.Time) ([]int64, error) {
+	rows, err := q.db.Query(ctx, endpointHealthStartProbes, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var endpoint_id int64
+		if err := rows.Scan(&endpoint_id); err != nil {
+			return nil, err
+		}
+		items = append(items, endpoint_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointHealthWrite = `-- name: EndpointHealthWrite :exec
+UPDATE endpoint_health h
+SET state                = u.state,
+    consecutive_failures = u.consecutive_failures,
+    opened_at            = NULLIF(u.opened_at, '0001-01-01 00:00:00+00'),
+    cooldown_seconds     = u.cooldown_seconds,
+    probe_delivery_id    = NULLIF(u.probe_delivery_id, 0),
+    paused_until         = NULLIF(u.paused_until, '0001-01-01 00:00:00+00'),
+    last_success_at      = NULLIF(u.last_success_at, '0001-01-01 00:00:00+00'),
+    last_failure_at      = NULLIF(u.last_failure_at, '0001-01-01 00:00:00+00'),
+    updated_at           = coalesce($1::timestamptz, now())
+FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
+             unnest($3::text[]) AS state,
+             unnest($4::int[]) AS consecutive_failures,
+             unnest($5::timestamptz[]) AS opened_at,
+             unnest($6::int[]) AS cooldown_seconds,
+             unnest($7::bigint[]) AS probe_delivery_id,
+             unnest($8::timestamptz[]) AS paused_until,
+             unnest($9::timestamptz[]) AS last_success_at,
+             unnest($10::timestamptz[]) AS last_failure_at) u
+WHERE h.endpoint_id = u.endpoint_id
+`
+
+type EndpointHealthWriteParams struct {
+	Now                 *time.Time
+	EndpointIds         []int64
+	States              []string
+	ConsecutiveFailures []int32
+	OpenedAts           []time.Time
+	CooldownSeconds     []int32
+	ProbeDeliveryIds    []int64
+	PausedUntils        []time.Time
+	LastSuccessAts      []time.Time
+	LastFailureAts      []time.Time
+}
+
+// Writes breaker transitions computed by worker/breaker for many endpoints.
+// Arrays cannot carry NULL through sqlc's types, so the zero time (year 1)
+// stands for NULL.
+func (q *Queries) EndpointHealthWrite(ctx context.Context, arg EndpointHealthWriteParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthWrite,
+		arg.Now,
+		arg.EndpointIds,
+		arg.States,
+		arg.ConsecutiveFailures,
+		arg.OpenedAts,
+		arg.CooldownSeconds,
+		arg.ProbeDeliveryIds,
+		arg.PausedUntils,
+		arg.LastSuccessAts,
+		arg.LastFailureAts,
 	)
 	return err
 }

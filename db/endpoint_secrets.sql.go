@@ -147,3 +147,73 @@ func (q *Queries) EndpointSecretListActive(ctx context.Context, arg EndpointSecr
 	}
 	return items, nil
 }
+
+const endpointSecretsForSigning = `-- name: EndpointSecretsForSigning :many
+SELECT id, ciphertext, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = $1
+  AND (expires_at IS NULL OR expires_at > coalesce($2::timestamptz, now()))
+ORDER BY created_at DESC, id DESC
+`
+
+type EndpointSecretsForSigningParams struct {
+	EndpointID int64
+	Now        *time.Time
+}
+
+type EndpointSecretsForSigningRow struct {
+	ID         int64
+	Ciphertext []byte
+	ExpiresAt  *time.Time
+}
+
+// The active secrets of one endpoint, newest first, with their expiry (the
+// worker caches them per endpoint until a newer secret appears).
+func (q *Queries) EndpointSecretsForSigning(ctx context.Context, arg EndpointSecretsForSigningParams) ([]EndpointSecretsForSigningRow, error) {
+	rows, err := q.db.Query(ctx, endpointSecretsForSigning, arg.EndpointID, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointSecretsForSigningRow{}
+	for rows.Next() {
+		var i EndpointSecretsForSigningRow
+		if err := rows.Scan(&i.ID, &i.Ciphertext, &i.ExpiresAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const portalSecretExpire = `-- name: PortalSecretExpire :execrows
+UPDATE endpoint_secrets s SET expires_at = coalesce($1::timestamptz, now())
+FROM endpoints e
+WHERE s.id = $2 AND s.endpoint_id = $3 AND e.id = s.endpoint_id AND e.partner_id = $4
+  AND s.expires_at IS NOT NULL AND s.expires_at > coalesce($1::timestamptz, now())
+`
+
+type PortalSecretExpireParams struct {
+	Now        *time.Time
+	ID         int64
+	EndpointID int64
+	PartnerID  int64
+}
+
+// Ends an old signing secret's overlap now (the partner has switched). The
+// current secret (no expiry) is never touched, nor another partner's.
+func (q *Queries) PortalSecretExpire(ctx context.Context, arg PortalSecretExpireParams) (int64, error) {
+	result, err := q.db.Exec(ctx, portalSecretExpire,
+		arg.Now,
+		arg.ID,
+		arg.EndpointID,
+		arg.PartnerID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -111,7 +111,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 const endpointDisable = `-- name: EndpointDisable :execrows
 UPDATE endpoints
 SET enabled = false, disabled_reason = $1, disabled_cause = $2,
-    disabled_at = coalesce($3::timestamptz, now()), updated_at = now()
+    disabled_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
 WHERE id = $4 AND enabled
 `
 
@@ -136,61 +136,6 @@ func (q *Queries) EndpointDisable(ctx context.Context, arg EndpointDisableParams
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const endpointFilterPreviewEvents = `-- name: EndpointFilterPreviewEvents :many
-SELECT r.id, r.type, r.payload, r.created_at
-FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
-      FROM events ev ORDER BY ev.id DESC LIMIT $1) r
-WHERE cardinality($2::text[]) = 0
-   OR r.type = ANY ($2::text[])
-   OR EXISTS (SELECT 1 FROM unnest($2::text[]) AS t(pattern)
-              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
-ORDER BY r.id DESC
-LIMIT $3
-`
-
-type EndpointFilterPreviewEventsParams struct {
-	ScanRows   int32
-	EventTypes []string
-	MaxRows    int32
-}
-
-type EndpointFilterPreviewEventsRow struct {
-	ID        uuid.UUID
-	Type      string
-	Payload   []byte
-	CreatedAt time.Time
-}
-
-// The latest events of the given types (patterns as in event_types; an
-// empty list means every type), newest first, for the endpoint form's
-// filter preview. Only the newest @scan_rows events are looked at (a walk
-// down the primary key: ids are UUIDv7, in time order), so a type that is
-// rare costs a bounded scan, never the whole table.
-func (q *Queries) EndpointFilterPreviewEvents(ctx context.Context, arg EndpointFilterPreviewEventsParams) ([]EndpointFilterPreviewEventsRow, error) {
-	rows, err := q.db.Query(ctx, endpointFilterPreviewEvents, arg.ScanRows, arg.EventTypes, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndpointFilterPreviewEventsRow{}
-	for rows.Next() {
-		var i EndpointFilterPreviewEventsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Type,
-			&i.Payload,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const endpointFilters = `-- name: EndpointFilters :many
@@ -430,7 +375,8 @@ type EndpointHeadersReplaceParams struct {
 	OldHeaders json.RawMessage
 }
 
-// Replaces stored headers only if they are still what was read.
+// Replaces stored headers only if they are still what was read (a
+// compare-and-set, so the sealing pass never overwrites a concurrent edit).
 func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeadersReplaceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, endpointHeadersReplace, arg.NewHeaders, arg.ID, arg.OldHeaders)
 	if err != nil {
@@ -557,6 +503,39 @@ func (q *Queries) EndpointOptions(ctx context.Context) ([]EndpointOptionsRow, er
 	for rows.Next() {
 		var i EndpointOptionsRow
 		if err := rows.Scan(&i.ID, &i.Name, &i.PartnerName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointRateLimits = `-- name: EndpointRateLimits :many
+SELECT id, rate_per_sec::float8 AS rate_per_sec, burst
+FROM endpoints
+WHERE rate_per_sec IS NOT NULL AND enabled
+`
+
+type EndpointRateLimitsRow struct {
+	ID         int64
+	RatePerSec float64
+	Burst      *int32
+}
+
+// Rate-limited endpoints, for this replica's token buckets.
+func (q *Queries) EndpointRateLimits(ctx context.Context) ([]EndpointRateLimitsRow, error) {
+	rows, err := q.db.Query(ctx, endpointRateLimits)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointRateLimitsRow{}
+	for rows.Next() {
+		var i EndpointRateLimitsRow
+		if err := rows.Scan(&i.ID, &i.RatePerSec, &i.Burst); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -771,4 +750,84 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Preset,
 	)
 	return i, err
+}
+
+const eventFilteredEndpoints = `-- name: EventFilteredEndpoints :many
+SELECT e.id, e.name, e.filter, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL
+  AND p.archived_at IS NULL
+  AND ($1::bigint IS NULL OR e.partner_id = $1::bigint)
+  AND (cardinality(e.event_types) = 0
+       OR $2::text = ANY (e.event_types)
+       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
+                  WHERE t.pattern LIKE '%*'
+                    AND starts_with($2::text, left(t.pattern, -1))))
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = $3::uuid AND d.endpoint_id = e.id)
+ORDER BY p.name, e.name
+`
+
+type EventFilteredEndpointsParams struct {
+	PartnerID *int64
+	EventType string
+	EventID   uuid.UUID
+}
+
+type EventFilteredEndpointsRow struct {
+	ID          int64
+	Name        string
+	Filter      []byte
+	PartnerName string
+}
+
+// The endpoints that would take this event today, by type and partner as
+// fan-out chooses them, that have a payload filter and no delivery of it:
+// the event page evaluates their filters on the payload to show which ones
+// filtered it out. Reads only.
+func (q *Queries) EventFilteredEndpoints(ctx context.Context, arg EventFilteredEndpointsParams) ([]EventFilteredEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, eventFilteredEndpoints, arg.PartnerID, arg.EventType, arg.EventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventFilteredEndpointsRow{}
+	for rows.Next() {
+		var i EventFilteredEndpointsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Filter,
+			&i.PartnerName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const notificationEndpointCreate = `-- name: NotificationEndpointCreate :one
+INSERT INTO endpoints (partner_id, name, kind, url, method, event_types, max_attempts, disable_after_failures)
+VALUES ($1, $2, 'webhook', $3, 'POST', ARRAY['hookline/*'], 8, 0)
+RETURNING id
+`
+
+type NotificationEndpointCreateParams struct {
+	PartnerID int64
+	Name      string
+	URL       string
+}
+
+// The endpoint a channel is delivered through: a webhook taking every
+// hookline/* event, never auto-disabled (a channel must not go quiet by
+// itself), retried like any webhook.
+func (q *Queries) NotificationEndpointCreate(ctx context.Context, arg NotificationEndpointCreateParams) (int64, error) {
+	row := q.db.QueryRow(ctx, notificationEndpointCreate, arg.PartnerID, arg.Name, arg.URL)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }

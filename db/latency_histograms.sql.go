@@ -10,104 +10,6 @@ import (
 	"time"
 )
 
-const endpointHealthClearLatency = `-- name: EndpointHealthClearLatency :exec
-UPDATE endpoint_health
-SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
-    recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce($1::timestamptz, now())
-WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY($2::bigint[]))
-`
-
-type EndpointHealthClearLatencyParams struct {
-	Now     *time.Time
-	KeepIds []int64
-}
-
-// Endpoints with no attempt in the window have no percentiles.
-func (q *Queries) EndpointHealthClearLatency(ctx context.Context, arg EndpointHealthClearLatencyParams) error {
-	_, err := q.db.Exec(ctx, endpointHealthClearLatency, arg.Now, arg.KeepIds)
-	return err
-}
-
-const endpointHealthSetLatency = `-- name: EndpointHealthSetLatency :exec
-UPDATE endpoint_health h
-SET p50_ms = NULLIF(u.p50_ms, -1), p95_ms = NULLIF(u.p95_ms, -1), p99_ms = NULLIF(u.p99_ms, -1),
-    sample_count = u.sample_count, ok_count = u.ok_count,
-    recent_p95_ms = NULLIF(u.recent_p95_ms, -1), recent_sample_count = u.recent_sample_count,
-    stats_refreshed_at = coalesce($1::timestamptz, now())
-FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
-             unnest($3::float8[]) AS p50_ms,
-             unnest($4::float8[]) AS p95_ms,
-             unnest($5::float8[]) AS p99_ms,
-             unnest($6::bigint[]) AS sample_count,
-             unnest($7::bigint[]) AS ok_count,
-             unnest($8::float8[]) AS recent_p95_ms,
-             unnest($9::bigint[]) AS recent_sample_count) u
-WHERE h.endpoint_id = u.endpoint_id
-`
-
-type EndpointHealthSetLatencyParams struct {
-	Now                *time.Time
-	EndpointIds        []int64
-	P50sMs             []float64
-	P95sMs             []float64
-	P99sMs             []float64
-	SampleCounts       []int64
-	OkCounts           []int64
-	RecentP95sMs       []float64
-	RecentSampleCounts []int64
-}
-
-// Caches each endpoint's rolling 24 h P50/P95/P99 and recent P95 (computed
-// from merged buckets). A negative value stands for NULL (no samples).
-func (q *Queries) EndpointHealthSetLatency(ctx context.Context, arg EndpointHealthSetLatencyParams) error {
-	_, err := q.db.Exec(ctx, endpointHealthSetLatency,
-		arg.Now,
-		arg.EndpointIds,
-		arg.P50sMs,
-		arg.P95sMs,
-		arg.P99sMs,
-		arg.SampleCounts,
-		arg.OkCounts,
-		arg.RecentP95sMs,
-		arg.RecentSampleCounts,
-	)
-	return err
-}
-
-const endpointHealthSetSparklines = `-- name: EndpointHealthSetSparklines :exec
-WITH active AS (
-    SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = 900 AND bucket_start >= $1::timestamptz
-),
-series AS (
-    SELECT a.endpoint_id,
-           array_agg(coalesce(l.p50_ms, 0)::real ORDER BY g.slot) AS p50,
-           array_agg(coalesce(l.p95_ms, 0)::real ORDER BY g.slot) AS p95,
-           array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
-           array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
-    FROM active a
-    CROSS JOIN generate_series($1::timestamptz, $1::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
-    LEFT JOIN latency_histograms l
-           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = 900 AND l.bucket_start = g.slot
-    GROUP BY a.endpoint_id
-)
-UPDATE endpoint_health h
-SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE $1::timestamptz END,
-    spark_p50 = s.p50, spark_p95 = s.p95, spark_p99 = s.p99, spark_count = s.counts
-FROM endpoint_health h2
-LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id
-WHERE h.endpoint_id = h2.endpoint_id
-  AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL)
-`
-
-// Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
-// @start) from the 900 s histograms, in one statement; endpoints without
-// data in the window lose theirs.
-func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, start time.Time) error {
-	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, start)
-	return err
-}
-
 const latencyBackfill = `-- name: LatencyBackfill :execrows
 INSERT INTO latency_histograms
     (endpoint_id, resolution_seconds, bucket_start, count, ok_count, fail_count, sum_ms, p50_ms, p95_ms, p99_ms, buckets)
@@ -169,61 +71,6 @@ func (q *Queries) LatencyBackfill(ctx context.Context, arg LatencyBackfillParams
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const latencyPendingInsert = `-- name: LatencyPendingInsert :exec
-INSERT INTO latency_pending (endpoint_ids, minutes, histograms)
-VALUES ($1::bigint[], $2::timestamptz[], $3::bytea[])
-`
-
-type LatencyPendingInsertParams struct {
-	EndpointIds []int64
-	Minutes     []time.Time
-	Histograms  [][]byte
-}
-
-// Stores one completion batch's latency samples in the batch's own
-// transaction (see latency_pending). Append-only; merged later by
-// LatencyPendingTake.
-func (q *Queries) LatencyPendingInsert(ctx context.Context, arg LatencyPendingInsertParams) error {
-	_, err := q.db.Exec(ctx, latencyPendingInsert, arg.EndpointIds, arg.Minutes, arg.Histograms)
-	return err
-}
-
-const latencyPendingTake = `-- name: LatencyPendingTake :many
-DELETE FROM latency_pending p
-WHERE p.id IN (SELECT id FROM latency_pending ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)
-RETURNING p.endpoint_ids, p.minutes, p.histograms
-`
-
-type LatencyPendingTakeRow struct {
-	EndpointIds []int64
-	Minutes     []time.Time
-	Histograms  [][]byte
-}
-
-// Deletes and returns the oldest pending sample batches for the flush to
-// merge into latency_histograms in the same transaction: if the merge
-// fails, the delete rolls back with it. SKIP LOCKED lets replicas flush at
-// once without merging a batch twice.
-func (q *Queries) LatencyPendingTake(ctx context.Context, maxRows int32) ([]LatencyPendingTakeRow, error) {
-	rows, err := q.db.Query(ctx, latencyPendingTake, maxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []LatencyPendingTakeRow{}
-	for rows.Next() {
-		var i LatencyPendingTakeRow
-		if err := rows.Scan(&i.EndpointIds, &i.Minutes, &i.Histograms); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const latencyRange = `-- name: LatencyRange :many
@@ -437,7 +284,8 @@ type LatencySlotsWriteParams struct {
 	Buckets      [][]byte
 }
 
-// Stores merged histograms with their counters and quantiles.
+// Stores merged histograms with their counters and quantiles, under the
+// locks LatencySlotsLock took.
 func (q *Queries) LatencySlotsWrite(ctx context.Context, arg LatencySlotsWriteParams) error {
 	_, err := q.db.Exec(ctx, latencySlotsWrite,
 		arg.EndpointIds,
@@ -453,4 +301,28 @@ func (q *Queries) LatencySlotsWrite(ctx context.Context, arg LatencySlotsWritePa
 		arg.Buckets,
 	)
 	return err
+}
+
+const retentionDeleteHistograms = `-- name: RetentionDeleteHistograms :execrows
+DELETE FROM latency_histograms
+WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
+    SELECT endpoint_id, resolution_seconds, bucket_start FROM latency_histograms
+    WHERE resolution_seconds = ANY($1::int[]) AND bucket_start < $2::timestamptz
+    LIMIT $3::int)
+`
+
+type RetentionDeleteHistogramsParams struct {
+	Resolutions []int32
+	Before      time.Time
+	BatchSize   int32
+}
+
+// Retention: deletes a batch of histogram rows of the given resolutions
+// older than the cutoff (each group of resolutions has its own window).
+func (q *Queries) RetentionDeleteHistograms(ctx context.Context, arg RetentionDeleteHistogramsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeleteHistograms, arg.Resolutions, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -9,8 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 const notificationAlertStates = `-- name: NotificationAlertStates :many
@@ -47,144 +45,6 @@ func (q *Queries) NotificationAlertStates(ctx context.Context) ([]NotificationAl
 	return items, nil
 }
 
-const notificationChannelCreate = `-- name: NotificationChannelCreate :one
-INSERT INTO notification_channels (name, style, endpoint_id, kinds, created_by)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, name, style, endpoint_id, kinds, created_by, created_at
-`
-
-type NotificationChannelCreateParams struct {
-	Name       string
-	Style      string
-	EndpointID int64
-	Kinds      []string
-	CreatedBy  string
-}
-
-func (q *Queries) NotificationChannelCreate(ctx context.Context, arg NotificationChannelCreateParams) (NotificationChannel, error) {
-	row := q.db.QueryRow(ctx, notificationChannelCreate,
-		arg.Name,
-		arg.Style,
-		arg.EndpointID,
-		arg.Kinds,
-		arg.CreatedBy,
-	)
-	var i NotificationChannel
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Style,
-		&i.EndpointID,
-		&i.Kinds,
-		&i.CreatedBy,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const notificationChannelDelete = `-- name: NotificationChannelDelete :one
-WITH c AS (
-    DELETE FROM notification_channels nc WHERE nc.id = $1 RETURNING nc.id, nc.endpoint_id, nc.name
-), e AS (
-    UPDATE endpoints ep SET enabled = false, disabled_cause = 'operator', disabled_at = now(),
-           disabled_reason = 'notification channel deleted',
-           name = left(ep.name, 150) || ' (deleted ' || to_char(now(), 'YYYY-MM-DD HH24:MI:SS.MS') || ')'
-    FROM c WHERE ep.id = c.endpoint_id
-), d AS (
-    DELETE FROM deliveries dl USING c
-    WHERE dl.endpoint_id = c.endpoint_id AND dl.status IN ('pending', 'failed')
-)
-SELECT c.id, c.endpoint_id, c.name FROM c
-`
-
-type NotificationChannelDeleteRow struct {
-	ID         int64
-	EndpointID int64
-	Name       string
-}
-
-// Deletes a channel. Its endpoint is disabled and renamed out of the way,
-// and what was still queued for it is dropped (the channel is gone; these
-// are not a partner's deliveries to keep).
-func (q *Queries) NotificationChannelDelete(ctx context.Context, id int64) (NotificationChannelDeleteRow, error) {
-	row := q.db.QueryRow(ctx, notificationChannelDelete, id)
-	var i NotificationChannelDeleteRow
-	err := row.Scan(&i.ID, &i.EndpointID, &i.Name)
-	return i, err
-}
-
-const notificationChannelGet = `-- name: NotificationChannelGet :one
-SELECT id, name, style, endpoint_id, kinds, created_by, created_at FROM notification_channels WHERE id = $1
-`
-
-func (q *Queries) NotificationChannelGet(ctx context.Context, id int64) (NotificationChannel, error) {
-	row := q.db.QueryRow(ctx, notificationChannelGet, id)
-	var i NotificationChannel
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Style,
-		&i.EndpointID,
-		&i.Kinds,
-		&i.CreatedBy,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const notificationChannelList = `-- name: NotificationChannelList :many
-SELECT c.id, c.name, c.style, c.endpoint_id, c.kinds, c.created_by, c.created_at, e.url, e.enabled, h.state AS breaker_state
-FROM notification_channels c
-JOIN endpoints e ON e.id = c.endpoint_id
-JOIN endpoint_health h ON h.endpoint_id = c.endpoint_id
-ORDER BY c.id
-`
-
-type NotificationChannelListRow struct {
-	ID           int64
-	Name         string
-	Style        string
-	EndpointID   int64
-	Kinds        []string
-	CreatedBy    string
-	CreatedAt    time.Time
-	URL          string
-	Enabled      bool
-	BreakerState string
-}
-
-// Every channel with its endpoint's URL, enabled flag and breaker state.
-func (q *Queries) NotificationChannelList(ctx context.Context) ([]NotificationChannelListRow, error) {
-	rows, err := q.db.Query(ctx, notificationChannelList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []NotificationChannelListRow{}
-	for rows.Next() {
-		var i NotificationChannelListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Style,
-			&i.EndpointID,
-			&i.Kinds,
-			&i.CreatedBy,
-			&i.CreatedAt,
-			&i.URL,
-			&i.Enabled,
-			&i.BreakerState,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const notificationDispatchLock = `-- name: NotificationDispatchLock :one
 SELECT pg_try_advisory_xact_lock(7270736902) AS locked
 `
@@ -196,60 +56,6 @@ func (q *Queries) NotificationDispatchLock(ctx context.Context) (bool, error) {
 	var locked bool
 	err := row.Scan(&locked)
 	return locked, err
-}
-
-const notificationEndpointCreate = `-- name: NotificationEndpointCreate :one
-INSERT INTO endpoints (partner_id, name, kind, url, method, event_types, max_attempts, disable_after_failures)
-VALUES ($1, $2, 'webhook', $3, 'POST', ARRAY['hookline/*'], 8, 0)
-RETURNING id
-`
-
-type NotificationEndpointCreateParams struct {
-	PartnerID int64
-	Name      string
-	URL       string
-}
-
-// The endpoint a channel is delivered through: a webhook taking every
-// hookline/* event, never auto-disabled (a channel must not go quiet by
-// itself), retried like any webhook.
-func (q *Queries) NotificationEndpointCreate(ctx context.Context, arg NotificationEndpointCreateParams) (int64, error) {
-	row := q.db.QueryRow(ctx, notificationEndpointCreate, arg.PartnerID, arg.Name, arg.URL)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
-}
-
-const notificationEnqueue = `-- name: NotificationEnqueue :exec
-WITH ev AS (
-    INSERT INTO events (id, type, payload, partner_id)
-    SELECT $2::uuid, $3::text, $4::json, e.partner_id
-    FROM endpoints e WHERE e.id = $1
-    RETURNING id
-)
-INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
-SELECT ev.id, e.id, e.max_attempts FROM ev, endpoints e WHERE e.id = $1
-`
-
-type NotificationEnqueueParams struct {
-	EndpointID int64
-	EventID    uuid.UUID
-	Type       string
-	Payload    []byte
-}
-
-// Hands one notification to a channel's endpoint through hookline's own
-// queue: an event of type hookline/<kind> (a type the API cannot take, so
-// no producer can post one) and its one delivery, which the worker signs,
-// sends, retries and breaks like any other. The caller sends EventNotify.
-func (q *Queries) NotificationEnqueue(ctx context.Context, arg NotificationEnqueueParams) error {
-	_, err := q.db.Exec(ctx, notificationEnqueue,
-		arg.EndpointID,
-		arg.EventID,
-		arg.Type,
-		arg.Payload,
-	)
-	return err
 }
 
 const notificationInsertBatch = `-- name: NotificationInsertBatch :exec
@@ -339,27 +145,6 @@ func (q *Queries) NotificationMark(ctx context.Context, arg NotificationMarkPara
 		arg.Ids,
 	)
 	return err
-}
-
-const notificationPartnerEnsure = `-- name: NotificationPartnerEnsure :one
-WITH found AS (
-    SELECT id FROM partners WHERE lower(name) = lower($1)
-), made AS (
-    INSERT INTO partners (name, notes)
-    SELECT $1, 'Endpoints of the operator notification channels (Settings → Notifications).'
-    WHERE NOT EXISTS (SELECT 1 FROM found)
-    ON CONFLICT DO NOTHING
-    RETURNING id
-)
-SELECT id FROM found UNION ALL SELECT id FROM made
-`
-
-// The partner that owns the channels' endpoints, created on first use.
-func (q *Queries) NotificationPartnerEnsure(ctx context.Context, name string) (int64, error) {
-	row := q.db.QueryRow(ctx, notificationPartnerEnsure, name)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
 }
 
 const notificationPending = `-- name: NotificationPending :many

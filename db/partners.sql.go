@@ -10,6 +10,27 @@ import (
 	"time"
 )
 
+const notificationPartnerEnsure = `-- name: NotificationPartnerEnsure :one
+WITH found AS (
+    SELECT id FROM partners WHERE lower(name) = lower($1)
+), made AS (
+    INSERT INTO partners (name, notes)
+    SELECT $1, 'Endpoints of the operator notification channels (Settings → Notifications).'
+    WHERE NOT EXISTS (SELECT 1 FROM found)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT id FROM found UNION ALL SELECT id FROM made
+`
+
+// The partner that owns the channels' endpoints, created on first use.
+func (q *Queries) NotificationPartnerEnsure(ctx context.Context, name string) (int64, error) {
+	row := q.db.QueryRow(ctx, notificationPartnerEnsure, name)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const partnerCreate = `-- name: PartnerCreate :one
 INSERT INTO partners (name, contact, notes)
 VALUES ($1, $2, $3)
@@ -231,6 +252,8 @@ type PartnerUpdateParams struct {
 	ID      int64
 }
 
+// Writes a partner's name, contact and notes; a duplicate name fails with
+// 23505, as on create.
 func (q *Queries) PartnerUpdate(ctx context.Context, arg PartnerUpdateParams) (Partner, error) {
 	row := q.db.QueryRow(ctx, partnerUpdate,
 		arg.Name,

@@ -25,7 +25,8 @@ type ReplayJobAdvanceParams struct {
 	ID       int64
 }
 
-// Writes: a batch's progress; done when the batch was the last.
+// Records a batch's progress, in the batch's transaction; done when the
+// batch was the last.
 func (q *Queries) ReplayJobAdvance(ctx context.Context, arg ReplayJobAdvanceParams) error {
 	_, err := q.db.Exec(ctx, replayJobAdvance,
 		arg.Replayed,
@@ -55,7 +56,7 @@ WHERE id = $1 AND state = 'running'
 RETURNING id, status, endpoint_id, event_type, q, since, until, state, total, replayed, last_id, stamp, created_by, created_at, finished_at
 `
 
-// Writes: stops a running job; what it re-queued stays queued.
+// Stops a running job; what it re-queued stays queued.
 func (q *Queries) ReplayJobCancel(ctx context.Context, id int64) (ReplayJob, error) {
 	row := q.db.QueryRow(ctx, replayJobCancel, id)
 	var i ReplayJob
@@ -125,7 +126,8 @@ type ReplayJobCreateParams struct {
 	CreatedBy  string
 }
 
-// Writes: a bulk replay, running, with the count the operator confirmed.
+// Starts a bulk replay, running, with the count the operator confirmed; the
+// worker re-queues its deliveries a batch at a time (DeliveryReplayBatch).
 func (q *Queries) ReplayJobCreate(ctx context.Context, arg ReplayJobCreateParams) (ReplayJob, error) {
 	row := q.db.QueryRow(ctx, replayJobCreate,
 		arg.Status,
@@ -183,44 +185,4 @@ func (q *Queries) ReplayJobGet(ctx context.Context, id int64) (ReplayJob, error)
 		&i.FinishedAt,
 	)
 	return i, err
-}
-
-const replayJobList = `-- name: ReplayJobList :many
-SELECT id, status, endpoint_id, event_type, q, since, until, state, total, replayed, last_id, stamp, created_by, created_at, finished_at FROM replay_jobs ORDER BY id DESC LIMIT $1::int
-`
-
-func (q *Queries) ReplayJobList(ctx context.Context, rowLimit int32) ([]ReplayJob, error) {
-	rows, err := q.db.Query(ctx, replayJobList, rowLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ReplayJob{}
-	for rows.Next() {
-		var i ReplayJob
-		if err := rows.Scan(
-			&i.ID,
-			&i.Status,
-			&i.EndpointID,
-			&i.EventType,
-			&i.Q,
-			&i.Since,
-			&i.Until,
-			&i.State,
-			&i.Total,
-			&i.Replayed,
-			&i.LastID,
-			&i.Stamp,
-			&i.CreatedBy,
-			&i.CreatedAt,
-			&i.FinishedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

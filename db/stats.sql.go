@@ -11,6 +11,7 @@ import (
 )
 
 const pipelineStats = `-- name: PipelineStats :one
+
 SELECT
     (SELECT count(*) FROM deliveries WHERE status = 'pending')::bigint AS pending,
     (SELECT count(*) FROM deliveries WHERE status = 'failed')::bigint AS awaiting_retry,
@@ -42,6 +43,7 @@ type PipelineStatsRow struct {
 	OldestPendingSeconds float64
 }
 
+// Reads for the stats report, /metrics and alerts, kept by report (over deliveries and the latency caches).
 // The article's one-row pipeline summary. Each figure reads a partial index
 // or the minute histograms, never the whole deliveries table, so it stays
 // cheap with months of history. Throughput and failures of the last hour

@@ -40,6 +40,7 @@ const userSessionDelete = `-- name: UserSessionDelete :exec
 DELETE FROM user_sessions WHERE id = $1
 `
 
+// Ends one session: sign-out, or a browser's previous session when it signs in again.
 func (q *Queries) UserSessionDelete(ctx context.Context, id string) error {
 	_, err := q.db.Exec(ctx, userSessionDelete, id)
 	return err
@@ -54,6 +55,8 @@ type UserSessionDeleteExpiredParams struct {
 	CreatedBefore time.Time
 }
 
+// Retention: deletes sessions past their idle or absolute limit (web refuses
+// them already; the worker sweeps them).
 func (q *Queries) UserSessionDeleteExpired(ctx context.Context, arg UserSessionDeleteExpiredParams) (int64, error) {
 	result, err := q.db.Exec(ctx, userSessionDeleteExpired, arg.IdleBefore, arg.CreatedBefore)
 	if err != nil {

@@ -54,6 +54,7 @@ type UserCreateParams struct {
 	Role         string
 }
 
+// Creates a dashboard user; a duplicate email (case-insensitive) fails with 23505.
 func (q *Queries) UserCreate(ctx context.Context, arg UserCreateParams) (User, error) {
 	row := q.db.QueryRow(ctx, userCreate, arg.Email, arg.PasswordHash, arg.Role)
 	var i User
@@ -143,6 +144,7 @@ const userRecordLogin = `-- name: UserRecordLogin :exec
 UPDATE users SET last_login_at = now() WHERE id = $1
 `
 
+// Stamps a successful sign-in, shown on the users list.
 func (q *Queries) UserRecordLogin(ctx context.Context, id int64) error {
 	_, err := q.db.Exec(ctx, userRecordLogin, id)
 	return err
@@ -160,6 +162,8 @@ type UserSetDisabledParams struct {
 	ID       int64
 }
 
+// Disables (keeping the first time) or enables a user; the caller ends the
+// user's sessions, and UserSessionGet refuses a disabled user's anyway.
 func (q *Queries) UserSetDisabled(ctx context.Context, arg UserSetDisabledParams) (User, error) {
 	row := q.db.QueryRow(ctx, userSetDisabled, arg.Disabled, arg.ID)
 	var i User
@@ -184,6 +188,7 @@ type UserSetPasswordParams struct {
 	ID           int64
 }
 
+// Replaces a user's password hash (the demo prints a fresh password on a rerun).
 func (q *Queries) UserSetPassword(ctx context.Context, arg UserSetPasswordParams) error {
 	_, err := q.db.Exec(ctx, userSetPassword, arg.PasswordHash, arg.ID)
 	return err
@@ -198,6 +203,7 @@ type UserSetRoleParams struct {
 	ID   int64
 }
 
+// Changes a user's role; the caller ends the user's sessions so it applies at once.
 func (q *Queries) UserSetRole(ctx context.Context, arg UserSetRoleParams) (User, error) {
 	row := q.db.QueryRow(ctx, userSetRole, arg.Role, arg.ID)
 	var i User

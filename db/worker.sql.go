@@ -13,23 +13,13 @@ import (
 	"github.com/google/uuid"
 )
 
-type AttemptInsertParams struct {
-	DeliveryID      int64
-	EndpointID      int64
-	AttemptNo       int32
-	StartedAt       time.Time
-	DurationMs      float64
-	Outcome         string
-	StatusCode      *int32
-	ErrorClass      *string
-	Error           *string
-	ResponseExcerpt *string
-}
-
 const claimLock = `-- name: ClaimLock :exec
+
 SELECT pg_advisory_xact_lock(7270736901)
 `
 
+// The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
+// Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
 // Serialises claims across replicas for the rest of the transaction. The
 // claim reads how many deliveries each endpoint has in flight; taken after
 // this lock, in a new statement, that count includes every claim other
@@ -45,23 +35,13 @@ SELECT set_config('synchronous_commit', 'off', true),
        set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
-// Settings for the claim's transaction only.
-//
-// synchronous_commit off: a claim commits without waiting for its WAL to
-// reach disk. Nothing accepted can be lost by it: if PostgreSQL crashes
-// before the WAL writer flushes the claim (within a fraction of a second),
-// its rows are simply pending again and get claimed again, so a row already
-// sent is sent twice, and only rows that were in flight at the crash, which
-// at-least-once allows. A result is never recorded against a lost claim:
-// the completion commits synchronously, which flushes all WAL before it,
-// the claim included. Events are committed synchronously at ingest. What it
-// saves is a disk flush per claim on the claim loop's critical path.
-//
-// plan_cache_mode force_generic_plan: PostgreSQL would otherwise plan the
-// claim afresh on every call (its custom plans look cheaper than the
-// generic one), and planning it costs as much as claiming dozens of rows.
-// DeliveryClaim is written so that its cached plan is a good one whatever
-// the parameters.
+// Settings for the claim's transaction only. synchronous_commit off saves a
+// disk flush per claim and loses nothing: a claim lost in a crash is only
+// pending again (sent twice at worst, as at-least-once allows), and the
+// completion's synchronous commit flushes the claim's WAL before any result
+// is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
+// afresh on every call, which costs as much as claiming dozens of rows; see
+// worker/architecture.md.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err
@@ -147,24 +127,14 @@ type DeliveryClaimRow struct {
 	SignatureParam      string
 }
 
-// Claims due deliveries in one statement and commits before any HTTP is
-// sent: no transaction is ever held open across a network call.
-//
-// Only endpoints that are enabled, whose breaker is closed and that are not
-// paused by a Retry-After are eligible. Each gets at most its free in-flight
-// slots (max_in_flight minus rows already in flight, across all replicas)
-// and, when rate-limited, at most the tokens this replica holds for it
-// (@capped_ids/@caps; a rate-limited endpoint absent from them is skipped
-// until the worker knows its limit). Endpoints are visited in random order
-// so that a large backlog on one cannot starve the others; within an
-// endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
-// claims by other replicas take other rows instead of waiting.
-//
-// The plan is cached (see ClaimSettings), so it must not depend on how many
-// rows are picked: the picked ids reach the UPDATE as an array, which the
-// planner always treats as a handful of primary-key lookups. Joined to
-// picked as a table instead, a cached plan sometimes assumed thousands of
-// rows and hashed a scan of the whole events table on every claim.
+// Claims due deliveries (status in_flight, leased to @worker_id) and commits
+// before any HTTP is sent: no transaction is held across a network call.
+// Enabled, closed, unpaused endpoints get at most their free in-flight slots
+// (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
+// random order so one backlog cannot starve the others; SKIP LOCKED keeps
+// replicas off each other's rows. The picked ids reach the UPDATE as an
+// array so the cached plan (ClaimSettings) stays a few key lookups however
+// many rows are picked; see worker/architecture.md.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,
@@ -276,10 +246,11 @@ type DeliveryClaimProbesRow struct {
 	SignatureParam      string
 }
 
-// Claims exactly one probe delivery per half-open endpoint that has none:
-// the health row is locked (SKIP LOCKED, so racing replicas skip it) and
-// marked with the probe's id in the same statement, so no second probe is
-// ever claimed while the first is unresolved.
+// Claims exactly one probe delivery per half-open endpoint that has none
+// (EndpointHealthStartProbes opened them): the health row is locked (SKIP
+// LOCKED, so racing replicas skip it) and marked with the probe's id in the
+// same statement, so no second probe is ever claimed while the first is
+// unresolved.
 func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProbesParams) ([]DeliveryClaimProbesRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimProbes, arg.Now, arg.LeaseMarginMs, arg.WorkerID)
 	if err != nil {
@@ -365,7 +336,9 @@ type DeliveryCompleteParams struct {
 // status test too; "status = 'in_flight'" is left out on purpose, because it
 // steers the planner to the small in-flight partial index as the outer side
 // of a nested loop (one scan of every in-flight row per result) instead of
-// one primary-key lookup per result. Returns the ids actually updated.
+// one primary-key lookup per result. Returns the ids actually updated; the
+// same transaction writes their attempts (AttemptInsert), latency samples
+// and breaker rows (EndpointHealthWrite).
 func (q *Queries) DeliveryComplete(ctx context.Context, arg DeliveryCompleteParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deliveryComplete,
 		arg.WorkerID,
@@ -515,410 +488,4 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 		return nil, err
 	}
 	return items, nil
-}
-
-const endpointHealthBudgetWrite = `-- name: EndpointHealthBudgetWrite :exec
-UPDATE endpoint_health h
-SET failed_deliveries = u.failed_deliveries,
-    first_failed_at   = NULLIF(u.first_failed_at, '0001-01-01 00:00:00+00'),
-    budget_warned     = u.budget_warned
-FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
-             unnest($2::int[]) AS failed_deliveries,
-             unnest($3::timestamptz[]) AS first_failed_at,
-             unnest($4::int[]) AS budget_warned) u
-WHERE h.endpoint_id = u.endpoint_id
-`
-
-type EndpointHealthBudgetWriteParams struct {
-	EndpointIds      []int64
-	FailedDeliveries []int32
-	FirstFailedAts   []time.Time
-	BudgetWarned     []int32
-}
-
-// Writes the failure-budget streaks computed by worker/budget for the
-// endpoints of a completion batch whose streak changed (a delivery died,
-// or a success ended a streak), under the locks EndpointHealthLock took.
-// The zero time stands for NULL.
-func (q *Queries) EndpointHealthBudgetWrite(ctx context.Context, arg EndpointHealthBudgetWriteParams) error {
-	_, err := q.db.Exec(ctx, endpointHealthBudgetWrite,
-		arg.EndpointIds,
-		arg.FailedDeliveries,
-		arg.FirstFailedAts,
-		arg.BudgetWarned,
-	)
-	return err
-}
-
-const endpointHealthLock = `-- name: EndpointHealthLock :many
-SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
-FROM endpoint_health h
-JOIN endpoints e ON e.id = h.endpoint_id
-WHERE h.endpoint_id = ANY($1::bigint[])
-ORDER BY h.endpoint_id
-FOR UPDATE OF h
-`
-
-type EndpointHealthLockRow struct {
-	EndpointID           int64
-	State                string
-	ConsecutiveFailures  int32
-	OpenedAt             *time.Time
-	CooldownSeconds      int32
-	Paused               bool
-	PausedUntil          *time.Time
-	ProbeDeliveryID      *int64
-	LastSuccessAt        *time.Time
-	LastFailureAt        *time.Time
-	P50Ms                *float64
-	P95Ms                *float64
-	P99Ms                *float64
-	SampleCount          int64
-	RecentP95Ms          *float64
-	RecentSampleCount    int64
-	SparkStart           *time.Time
-	SparkP50             []float32
-	SparkP95             []float32
-	SparkP99             []float32
-	SparkCount           []int32
-	StatsRefreshedAt     *time.Time
-	UpdatedAt            time.Time
-	OkCount              int64
-	FailedDeliveries     int32
-	FirstFailedAt        *time.Time
-	BudgetWarned         int32
-	FailureThreshold     int32
-	DisableAfterFailures int32
-	DisableAfterHours    int32
-	Enabled              bool
-}
-
-// Locks the health rows of the endpoints in a completion batch, in id order
-// (every writer locks in that order, so replicas cannot deadlock). With
-// the endpoint's failure budget: the streak is kept on the same row.
-func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) ([]EndpointHealthLockRow, error) {
-	rows, err := q.db.Query(ctx, endpointHealthLock, endpointIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndpointHealthLockRow{}
-	for rows.Next() {
-		var i EndpointHealthLockRow
-		if err := rows.Scan(
-			&i.EndpointID,
-			&i.State,
-			&i.ConsecutiveFailures,
-			&i.OpenedAt,
-			&i.CooldownSeconds,
-			&i.Paused,
-			&i.PausedUntil,
-			&i.ProbeDeliveryID,
-			&i.LastSuccessAt,
-			&i.LastFailureAt,
-			&i.P50Ms,
-			&i.P95Ms,
-			&i.P99Ms,
-			&i.SampleCount,
-			&i.RecentP95Ms,
-			&i.RecentSampleCount,
-			&i.SparkStart,
-			&i.SparkP50,
-			&i.SparkP95,
-			&i.SparkP99,
-			&i.SparkCount,
-			&i.StatsRefreshedAt,
-			&i.UpdatedAt,
-			&i.OkCount,
-			&i.FailedDeliveries,
-			&i.FirstFailedAt,
-			&i.BudgetWarned,
-			&i.FailureThreshold,
-			&i.DisableAfterFailures,
-			&i.DisableAfterHours,
-			&i.Enabled,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const endpointHealthStartProbes = `-- name: EndpointHealthStartProbes :many
-UPDATE endpoint_health
-SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce($1::timestamptz, now()), updated_at = coalesce($1::timestamptz, now())
-WHERE state = 'open'
-  AND NOT paused
-  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce($1::timestamptz, now())
-RETURNING endpoint_id
-`
-
-// Moves open breakers whose cooldown has passed to half_open. The WHERE
-// state = 'open' makes the transition conditional: when replicas race, one
-// UPDATE wins and the others match no row. Paused endpoints wait for an
-// operator.
-func (q *Queries) EndpointHealthStartProbes(ctx context.Context, now *time.Time) ([]int64, error) {
-	rows, err := q.db.Query(ctx, endpointHealthStartProbes, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []int64{}
-	for rows.Next() {
-		var endpoint_id int64
-		if err := rows.Scan(&endpoint_id); err != nil {
-			return nil, err
-		}
-		items = append(items, endpoint_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const endpointHealthWrite = `-- name: EndpointHealthWrite :exec
-UPDATE endpoint_health h
-SET state                = u.state,
-    consecutive_failures = u.consecutive_failures,
-    opened_at            = NULLIF(u.opened_at, '0001-01-01 00:00:00+00'),
-    cooldown_seconds     = u.cooldown_seconds,
-    probe_delivery_id    = NULLIF(u.probe_delivery_id, 0),
-    paused_until         = NULLIF(u.paused_until, '0001-01-01 00:00:00+00'),
-    last_success_at      = NULLIF(u.last_success_at, '0001-01-01 00:00:00+00'),
-    last_failure_at      = NULLIF(u.last_failure_at, '0001-01-01 00:00:00+00'),
-    updated_at           = coalesce($1::timestamptz, now())
-FROM (SELECT unnest($2::bigint[]) AS endpoint_id,
-             unnest($3::text[]) AS state,
-             unnest($4::int[]) AS consecutive_failures,
-             unnest($5::timestamptz[]) AS opened_at,
-             unnest($6::int[]) AS cooldown_seconds,
-             unnest($7::bigint[]) AS probe_delivery_id,
-             unnest($8::timestamptz[]) AS paused_until,
-             unnest($9::timestamptz[]) AS last_success_at,
-             unnest($10::timestamptz[]) AS last_failure_at) u
-WHERE h.endpoint_id = u.endpoint_id
-`
-
-type EndpointHealthWriteParams struct {
-	Now                 *time.Time
-	EndpointIds         []int64
-	States              []string
-	ConsecutiveFailures []int32
-	OpenedAts           []time.Time
-	CooldownSeconds     []int32
-	ProbeDeliveryIds    []int64
-	PausedUntils        []time.Time
-	LastSuccessAts      []time.Time
-	LastFailureAts      []time.Time
-}
-
-// Writes breaker transitions computed by worker/breaker for many endpoints.
-// Arrays cannot carry NULL through sqlc's types, so the zero time (year 1)
-// stands for NULL.
-func (q *Queries) EndpointHealthWrite(ctx context.Context, arg EndpointHealthWriteParams) error {
-	_, err := q.db.Exec(ctx, endpointHealthWrite,
-		arg.Now,
-		arg.EndpointIds,
-		arg.States,
-		arg.ConsecutiveFailures,
-		arg.OpenedAts,
-		arg.CooldownSeconds,
-		arg.ProbeDeliveryIds,
-		arg.PausedUntils,
-		arg.LastSuccessAts,
-		arg.LastFailureAts,
-	)
-	return err
-}
-
-const endpointRateLimits = `-- name: EndpointRateLimits :many
-SELECT id, rate_per_sec::float8 AS rate_per_sec, burst
-FROM endpoints
-WHERE rate_per_sec IS NOT NULL AND enabled
-`
-
-type EndpointRateLimitsRow struct {
-	ID         int64
-	RatePerSec float64
-	Burst      *int32
-}
-
-// Rate-limited endpoints, for this replica's token buckets.
-func (q *Queries) EndpointRateLimits(ctx context.Context) ([]EndpointRateLimitsRow, error) {
-	rows, err := q.db.Query(ctx, endpointRateLimits)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndpointRateLimitsRow{}
-	for rows.Next() {
-		var i EndpointRateLimitsRow
-		if err := rows.Scan(&i.ID, &i.RatePerSec, &i.Burst); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const endpointSecretsForSigning = `-- name: EndpointSecretsForSigning :many
-SELECT id, ciphertext, expires_at
-FROM endpoint_secrets
-WHERE endpoint_id = $1
-  AND (expires_at IS NULL OR expires_at > coalesce($2::timestamptz, now()))
-ORDER BY created_at DESC, id DESC
-`
-
-type EndpointSecretsForSigningParams struct {
-	EndpointID int64
-	Now        *time.Time
-}
-
-type EndpointSecretsForSigningRow struct {
-	ID         int64
-	Ciphertext []byte
-	ExpiresAt  *time.Time
-}
-
-// The active secrets of one endpoint, newest first, with their expiry (the
-// worker caches them per endpoint until a newer secret appears).
-func (q *Queries) EndpointSecretsForSigning(ctx context.Context, arg EndpointSecretsForSigningParams) ([]EndpointSecretsForSigningRow, error) {
-	rows, err := q.db.Query(ctx, endpointSecretsForSigning, arg.EndpointID, arg.Now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndpointSecretsForSigningRow{}
-	for rows.Next() {
-		var i EndpointSecretsForSigningRow
-		if err := rows.Scan(&i.ID, &i.Ciphertext, &i.ExpiresAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const workerFindDead = `-- name: WorkerFindDead :many
-SELECT worker_id
-FROM worker_heartbeats
-WHERE worker_id <> $1::text
-  AND lock_key IS NOT NULL
-  AND pg_try_advisory_xact_lock(lock_key)
-ORDER BY worker_id
-`
-
-// Workers whose liveness lock is free: their session ended, so they are
-// dead, however recently they wrote a heartbeat. A live worker, however
-// slow, holds its lock and is never listed. The transaction-level try-lock
-// is released when this statement's transaction ends; it writes nothing.
-func (q *Queries) WorkerFindDead(ctx context.Context, workerID string) ([]string, error) {
-	rows, err := q.db.Query(ctx, workerFindDead, workerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var worker_id string
-		if err := rows.Scan(&worker_id); err != nil {
-			return nil, err
-		}
-		items = append(items, worker_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const workerHeartbeat = `-- name: WorkerHeartbeat :exec
-INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
-VALUES ($1, $2, $3::bigint, coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key
-`
-
-type WorkerHeartbeatParams struct {
-	WorkerID string
-	Hostname string
-	LockKey  int64
-	Now      *time.Time
-}
-
-// Records this replica as alive, with the key of the advisory lock it holds
-// while it runs (see WorkerFindDead).
-func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) error {
-	_, err := q.db.Exec(ctx, workerHeartbeat,
-		arg.WorkerID,
-		arg.Hostname,
-		arg.LockKey,
-		arg.Now,
-	)
-	return err
-}
-
-const workerHeartbeatDelete = `-- name: WorkerHeartbeatDelete :exec
-DELETE FROM worker_heartbeats
-WHERE worker_id = $1 OR last_seen_at < coalesce($2::timestamptz, now()) - interval '1 hour'
-`
-
-type WorkerHeartbeatDeleteParams struct {
-	WorkerID string
-	Now      *time.Time
-}
-
-func (q *Queries) WorkerHeartbeatDelete(ctx context.Context, arg WorkerHeartbeatDeleteParams) error {
-	_, err := q.db.Exec(ctx, workerHeartbeatDelete, arg.WorkerID, arg.Now)
-	return err
-}
-
-const workerHeartbeatForget = `-- name: WorkerHeartbeatForget :exec
-DELETE FROM worker_heartbeats WHERE worker_id = ANY ($1::text[])
-`
-
-// Removes the heartbeats of workers found dead, once their leases are
-// rescued, so they stop counting as replicas at once.
-func (q *Queries) WorkerHeartbeatForget(ctx context.Context, workerIds []string) error {
-	_, err := q.db.Exec(ctx, workerHeartbeatForget, workerIds)
-	return err
-}
-
-const workerLiveCount = `-- name: WorkerLiveCount :one
-SELECT count(*)::int AS replicas
-FROM worker_heartbeats
-WHERE last_seen_at > $1::timestamptz
-`
-
-// How many replicas are alive (a per-endpoint rate is split across them).
-func (q *Queries) WorkerLiveCount(ctx context.Context, since time.Time) (int32, error) {
-	row := q.db.QueryRow(ctx, workerLiveCount, since)
-	var replicas int32
-	err := row.Scan(&replicas)
-	return replicas, err
-}
-
-const workerLockHold = `-- name: WorkerLockHold :one
-SELECT pg_try_advisory_lock($1::bigint) AS held
-`
-
-// Taken once per worker on a connection of its own and held until the
-// process exits: the session-level lock is the worker's proof of life.
-// Returns false when the key is held (another worker picked the same random
-// key, or a rescue is checking it this instant); the caller picks again.
-func (q *Queries) WorkerLockHold(ctx context.Context, lockKey int64) (bool, error) {
-	row := q.db.QueryRow(ctx, workerLockHold, lockKey)
-	var held bool
-	err := row.Scan(&held)
-	return held, err
 }

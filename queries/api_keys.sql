@@ -1,4 +1,5 @@
 -- name: APIKeyCreate :one
+-- Stores a new API key by the SHA-256 of its value; the value itself is never stored.
 INSERT INTO api_keys (name, prefix, key_hash, created_by)
 VALUES (@name, @prefix, @key_hash, @created_by)
 RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at;
@@ -21,6 +22,8 @@ FROM api_keys
 ORDER BY revoked_at IS NOT NULL, created_at DESC;
 
 -- name: APIKeyRevoke :one
+-- Revokes a key: it stops authenticating at once and stays listed as revoked.
+-- No row when it is unknown or already revoked.
 UPDATE api_keys SET revoked_at = now()
 WHERE id = @id AND revoked_at IS NULL
 RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at;

@@ -1,3 +1,5 @@
+-- Reads for the dead-letter page, kept by page; the replays that write deliveries are in deliveries.sql.
+
 -- name: DeadLetterClusters :many
 -- Groups dead deliveries of the last @since by endpoint × error class ×
 -- status code: the debugging dataset. Payout at risk sums a numeric (or
@@ -63,56 +65,6 @@ WHERE d.status = 'dead'
   AND coalesce(d.last_error_class, '') = @error_class::text
   AND coalesce(d.last_status_code, 0) = @status_code::int
   AND d.dead_at >= @since::timestamptz;
-
--- name: DeadLetterReplayIDs :many
--- Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
--- numbers keep counting, so the attempt log stays unambiguous), is due now
--- and goes through the breaker and rate limit like any delivery. Only dead
--- rows change; the same event id (webhook-id) is sent again.
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
-RETURNING d.id, d.replayed_at;
-
--- name: DeadLetterReplayCluster :many
--- Replays every dead delivery of one cluster since a time.
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = @endpoint_id
-  AND coalesce(d.last_error_class, '') = @error_class::text
-  AND coalesce(d.last_status_code, 0) = @status_code::int
-  AND d.dead_at >= @since::timestamptz
-RETURNING d.id, d.replayed_at;
-
--- name: DeadLetterReplayEndpoint :many
--- Replays every dead delivery of an endpoint since a time.
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = @endpoint_id
-  AND d.dead_at >= @since::timestamptz
-RETURNING d.id, d.replayed_at;
-
--- name: ReplayProgress :one
--- How the deliveries of one replay (one replay timestamp: a dead-letter
--- replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
--- doing: delivered, still waiting, or dead again (deliveries_replayed).
-SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
-       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
-       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
-FROM deliveries
-WHERE replayed_at = @replayed_at
-  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id')::bigint);
 
 -- name: DeadLetterCountSince :one
 -- How many dead letters an endpoint has since a time (shown before a bulk

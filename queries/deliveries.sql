@@ -1,10 +1,3 @@
--- name: DeliveryListByEvent :many
-SELECT d.*, e.name AS endpoint_name, e.kind AS endpoint_kind
-FROM deliveries d
-JOIN endpoints e ON e.id = d.endpoint_id
-WHERE d.event_id = @event_id
-ORDER BY d.id;
-
 -- name: DeliveryFanOutBatch :batchmany
 -- Queues one pending delivery per endpoint of an active partner that
 -- subscribes to the event's type (all types when event_types is empty;
@@ -29,6 +22,16 @@ WHERE p.archived_at IS NULL
                     AND starts_with(@event_type::text, left(t.pattern, -1))))
 ON CONFLICT (event_id, endpoint_id) DO NOTHING
 RETURNING id, endpoint_id, status;
+
+-- name: DeliveryGet :one
+SELECT * FROM deliveries WHERE id = @id;
+
+-- name: DeliveryListByEvent :many
+SELECT d.*, e.name AS endpoint_name, e.kind AS endpoint_kind
+FROM deliveries d
+JOIN endpoints e ON e.id = d.endpoint_id
+WHERE d.event_id = @event_id
+ORDER BY d.id;
 
 -- name: DeliveryRefsByEvents :many
 SELECT event_id, id, endpoint_id, status FROM deliveries
@@ -55,9 +58,6 @@ SELECT count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::big
 FROM deliveries
 WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed', 'in_flight', 'dead');
 
--- name: DeliveryGet :one
-SELECT * FROM deliveries WHERE id = @id;
-
 -- name: DeliveryResend :one
 -- Sends a delivery again, whatever its state but in flight (a partner may
 -- have lost a delivered one): as a dead-letter replay does, it gets a fresh
@@ -71,6 +71,45 @@ SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = 
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.id = @id AND d.status <> 'in_flight'
 RETURNING d.id, d.status;
+
+-- name: DeadLetterReplayIDs :many
+-- Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
+-- numbers keep counting, so the attempt log stays unambiguous), is due now
+-- and goes through the breaker and rate limit like any delivery. Only dead
+-- rows change; the same event id (webhook-id) is sent again.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
+RETURNING d.id, d.replayed_at;
+
+-- name: DeadLetterReplayCluster :many
+-- Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND coalesce(d.last_error_class, '') = @error_class::text
+  AND coalesce(d.last_status_code, 0) = @status_code::int
+  AND d.dead_at >= @since::timestamptz
+RETURNING d.id, d.replayed_at;
+
+-- name: DeadLetterReplayEndpoint :many
+-- Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
+UPDATE deliveries d
+SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
+    replayed_at = now()
+FROM endpoints e
+WHERE e.id = d.endpoint_id AND d.status = 'dead'
+  AND d.endpoint_id = @endpoint_id
+  AND d.dead_at >= @since::timestamptz
+RETURNING d.id, d.replayed_at;
 
 -- name: DeliveryReplayCount :one
 -- How many deliveries a bulk replay's filter matches (shown before it is
@@ -90,10 +129,10 @@ WHERE d.status = @status::text
   AND (sqlc.narg('q')::text IS NULL OR ev.search_values @> ARRAY[sqlc.narg('q')::text] OR ev.idempotency_key = sqlc.narg('q')::text);
 
 -- name: DeliveryReplayBatch :many
--- Writes: re-queues the next batch of a bulk replay's deliveries after
--- after_id, in id order (DeliveryReplayCount's filter): each gets a fresh
--- attempt budget, is due now, goes through breaker and rate limit, and
--- keeps its event id (webhook-id); replayed_at = stamp marks the job's.
+-- Re-queues the next batch of a bulk replay's deliveries after after_id, in
+-- id order (DeliveryReplayCount's filter): each gets a fresh attempt budget,
+-- is due now, goes through breaker and rate limit, and keeps its event id
+-- (webhook-id); replayed_at = stamp marks the job's.
 UPDATE deliveries d
 SET status = 'pending', next_attempt_at = now(), dead_at = NULL, delivered_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
@@ -116,3 +155,24 @@ WHERE e.id = d.endpoint_id
     LIMIT @batch_size::int
     FOR UPDATE OF m)
 RETURNING d.id;
+
+-- name: ReplayProgress :one
+-- How the deliveries of one replay (one replay timestamp: a dead-letter
+-- replay's, of its endpoint, or a bulk replay's stamp, of any endpoint) are
+-- doing: delivered, still waiting, or dead again (deliveries_replayed).
+SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
+       count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,
+       count(*) FILTER (WHERE status = 'dead')::bigint AS dead
+FROM deliveries
+WHERE replayed_at = @replayed_at
+  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id')::bigint);
+
+-- name: RetentionDeleteDelivered :many
+-- Retention: deletes a batch of deliveries delivered before the cutoff. Dead
+-- letters are kept: they are the debugging dataset. Attempts go by their own
+-- retention. Returns the deleted deliveries' events, for RetentionDeleteEventsOf.
+DELETE FROM deliveries
+WHERE id IN (SELECT id FROM deliveries
+             WHERE status = 'delivered' AND delivered_at < @before::timestamptz
+             LIMIT @batch_size::int)
+RETURNING event_id;

@@ -1,3 +1,14 @@
+-- name: AttemptInsert :copyfrom
+-- Appends attempts with COPY, one batch per completion flush (or rescue), in
+-- the transaction that records their deliveries' outcome; never updated.
+INSERT INTO delivery_attempts (
+    delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
+    status_code, error_class, error, response_excerpt
+) VALUES (
+    @delivery_id, @endpoint_id, @attempt_no, @started_at, @duration_ms, @outcome,
+    @status_code, @error_class, @error, @response_excerpt
+);
+
 -- name: AttemptListByEvent :many
 -- Attempts of every delivery of one event, oldest first.
 SELECT a.*
@@ -27,3 +38,10 @@ WHERE a.endpoint_id = @endpoint_id
   AND (sqlc.narg('status_code')::int IS NULL OR a.status_code = sqlc.narg('status_code')::int)
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;
+
+-- name: RetentionDeleteAttempts :execrows
+-- Retention: deletes a batch of attempts started before the cutoff. Every
+-- retention delete runs in small batches, each its own short transaction, so
+-- delivery never waits behind one giant DELETE.
+DELETE FROM delivery_attempts
+WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < @before::timestamptz LIMIT @batch_size::int);

@@ -19,6 +19,14 @@ WHERE endpoint_id = @endpoint_id
   AND id <> @keep_id
   AND (expires_at IS NULL OR expires_at > @expires_at);
 
+-- name: PortalSecretExpire :execrows
+-- Ends an old signing secret's overlap now (the partner has switched). The
+-- current secret (no expiry) is never touched, nor another partner's.
+UPDATE endpoint_secrets s SET expires_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM endpoints e
+WHERE s.id = @id AND s.endpoint_id = @endpoint_id AND e.id = s.endpoint_id AND e.partner_id = @partner_id
+  AND s.expires_at IS NOT NULL AND s.expires_at > coalesce(sqlc.narg('now')::timestamptz, now());
+
 -- name: EndpointSecretListActive :many
 -- The secrets that sign now, newest first (the order of v1 signatures).
 SELECT id, endpoint_id, ciphertext, created_at, expires_at
@@ -32,4 +40,13 @@ ORDER BY created_at DESC, id DESC;
 SELECT id, endpoint_id, created_at, expires_at
 FROM endpoint_secrets
 WHERE endpoint_id = @endpoint_id
+ORDER BY created_at DESC, id DESC;
+
+-- name: EndpointSecretsForSigning :many
+-- The active secrets of one endpoint, newest first, with their expiry (the
+-- worker caches them per endpoint until a newer secret appears).
+SELECT id, ciphertext, expires_at
+FROM endpoint_secrets
+WHERE endpoint_id = @endpoint_id
+  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))
 ORDER BY created_at DESC, id DESC;

@@ -14,6 +14,14 @@ INSERT INTO endpoints (
 )
 RETURNING *;
 
+-- name: NotificationEndpointCreate :one
+-- The endpoint a channel is delivered through: a webhook taking every
+-- hookline/* event, never auto-disabled (a channel must not go quiet by
+-- itself), retried like any webhook.
+INSERT INTO endpoints (partner_id, name, kind, url, method, event_types, max_attempts, disable_after_failures)
+VALUES (@partner_id, @name, 'webhook', @url, 'POST', ARRAY['hookline/*'], 8, 0)
+RETURNING id;
+
 -- name: EndpointSetHeaders :one
 -- Stores custom headers whose values are sealed for this endpoint (the seal
 -- names the endpoint, so a new endpoint gets its headers right after the
@@ -27,7 +35,8 @@ RETURNING *;
 SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id;
 
 -- name: EndpointHeadersReplace :execrows
--- Replaces stored headers only if they are still what was read.
+-- Replaces stored headers only if they are still what was read (a
+-- compare-and-set, so the sealing pass never overwrites a concurrent edit).
 UPDATE endpoints SET headers = @new_headers WHERE id = @id AND headers = @old_headers;
 
 -- name: EndpointGet :one
@@ -60,7 +69,7 @@ RETURNING *;
 -- and new ones keep being queued for it; nothing is deleted or dead.
 UPDATE endpoints
 SET enabled = false, disabled_reason = @reason, disabled_cause = @cause,
-    disabled_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = now()
+    disabled_at = coalesce(sqlc.narg('now')::timestamptz, now()), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE id = @id AND enabled;
 
 -- name: EndpointSetFailureBudget :one
@@ -103,21 +112,24 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.filter IS NOT NULL AND p.archived_at IS NULL
 ORDER BY e.id;
 
--- name: EndpointFilterPreviewEvents :many
--- The latest events of the given types (patterns as in event_types; an
--- empty list means every type), newest first, for the endpoint form's
--- filter preview. Only the newest @scan_rows events are looked at (a walk
--- down the primary key: ids are UUIDv7, in time order), so a type that is
--- rare costs a bounded scan, never the whole table.
-SELECT r.id, r.type, r.payload, r.created_at
-FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
-      FROM events ev ORDER BY ev.id DESC LIMIT @scan_rows) r
-WHERE cardinality(@event_types::text[]) = 0
-   OR r.type = ANY (@event_types::text[])
-   OR EXISTS (SELECT 1 FROM unnest(@event_types::text[]) AS t(pattern)
-              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
-ORDER BY r.id DESC
-LIMIT @max_rows;
+-- name: EventFilteredEndpoints :many
+-- The endpoints that would take this event today, by type and partner as
+-- fan-out chooses them, that have a payload filter and no delivery of it:
+-- the event page evaluates their filters on the payload to show which ones
+-- filtered it out. Reads only.
+SELECT e.id, e.name, e.filter, p.name AS partner_name
+FROM endpoints e
+JOIN partners p ON p.id = e.partner_id
+WHERE e.filter IS NOT NULL
+  AND p.archived_at IS NULL
+  AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
+  AND (cardinality(e.event_types) = 0
+       OR @event_type::text = ANY (e.event_types)
+       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
+                  WHERE t.pattern LIKE '%*'
+                    AND starts_with(@event_type::text, left(t.pattern, -1))))
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = @event_id::uuid AND d.endpoint_id = e.id)
+ORDER BY p.name, e.name;
 
 -- name: EndpointOptions :many
 -- Every endpoint with its partner's name, for the filters' selects.
@@ -125,3 +137,9 @@ SELECT e.id, e.name, p.name AS partner_name
 FROM endpoints e
 JOIN partners p ON p.id = e.partner_id
 ORDER BY p.name, e.name;
+
+-- name: EndpointRateLimits :many
+-- Rate-limited endpoints, for this replica's token buckets.
+SELECT id, rate_per_sec::float8 AS rate_per_sec, burst
+FROM endpoints
+WHERE rate_per_sec IS NOT NULL AND enabled;

@@ -4,7 +4,7 @@
 -- when its cause does. Nothing is sent here: the dispatcher does that
 -- later, outside the delivery path. 0 stands for "no endpoint".
 INSERT INTO notifications (kind, endpoint_id, subject, figures, created_at)
-SELECT u.kind, NULLIF(u.endpoint_id, 0), u.subject, u.figures, coalesce(sqlc.narg(now)::timestamptz, now())
+SELECT u.kind, NULLIF(u.endpoint_id, 0), u.subject, u.figures, coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@kinds::text[]) AS kind,
              unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@subjects::text[]) AS subject,
@@ -14,6 +14,17 @@ FROM (SELECT unnest(@kinds::text[]) AS kind,
 -- A channel's test notification: sent to that channel only, whatever it
 -- subscribes to, never rate-limited.
 INSERT INTO notifications (kind, channel_id, figures) VALUES ('test', @channel_id, '{}');
+
+-- name: NotificationMark :exec
+-- Records the dispatcher's decision on outbox rows.
+UPDATE notifications
+SET state = @state, repeats = @repeats, sent_at = CASE WHEN @state = 'sent' THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
+WHERE id = ANY (@ids::bigint[]);
+
+-- name: NotificationPrune :execrows
+-- Retention of the outbox: decided rows older than the cutoff go.
+DELETE FROM notifications
+WHERE created_at < @before::timestamptz AND state <> 'pending';
 
 -- name: NotificationDispatchLock :one
 -- One dispatcher at a time across replicas, for the rest of the
@@ -43,80 +54,6 @@ FROM notifications
 WHERE state = 'sent' AND kind = @kind AND subject = @subject
   AND endpoint_id IS NOT DISTINCT FROM sqlc.narg('endpoint_id')::bigint;
 
--- name: NotificationMark :exec
--- Records the dispatcher's decision on outbox rows.
-UPDATE notifications
-SET state = @state, repeats = @repeats, sent_at = CASE WHEN @state = 'sent' THEN coalesce(sqlc.narg(now)::timestamptz, now()) END
-WHERE id = ANY (@ids::bigint[]);
-
--- name: NotificationEnqueue :exec
--- Hands one notification to a channel's endpoint through hookline's own
--- queue: an event of type hookline/<kind> (a type the API cannot take, so
--- no producer can post one) and its one delivery, which the worker signs,
--- sends, retries and breaks like any other. The caller sends EventNotify.
-WITH ev AS (
-    INSERT INTO events (id, type, payload, partner_id)
-    SELECT @event_id::uuid, @type::text, @payload::json, e.partner_id
-    FROM endpoints e WHERE e.id = @endpoint_id
-    RETURNING id
-)
-INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
-SELECT ev.id, e.id, e.max_attempts FROM ev, endpoints e WHERE e.id = @endpoint_id;
-
--- name: NotificationPartnerEnsure :one
--- The partner that owns the channels' endpoints, created on first use.
-WITH found AS (
-    SELECT id FROM partners WHERE lower(name) = lower(@name)
-), made AS (
-    INSERT INTO partners (name, notes)
-    SELECT @name, 'Endpoints of the operator notification channels (Settings → Notifications).'
-    WHERE NOT EXISTS (SELECT 1 FROM found)
-    ON CONFLICT DO NOTHING
-    RETURNING id
-)
-SELECT id FROM found UNION ALL SELECT id FROM made;
-
--- name: NotificationEndpointCreate :one
--- The endpoint a channel is delivered through: a webhook taking every
--- hookline/* event, never auto-disabled (a channel must not go quiet by
--- itself), retried like any webhook.
-INSERT INTO endpoints (partner_id, name, kind, url, method, event_types, max_attempts, disable_after_failures)
-VALUES (@partner_id, @name, 'webhook', @url, 'POST', ARRAY['hookline/*'], 8, 0)
-RETURNING id;
-
--- name: NotificationChannelCreate :one
-INSERT INTO notification_channels (name, style, endpoint_id, kinds, created_by)
-VALUES (@name, @style, @endpoint_id, @kinds, @created_by)
-RETURNING *;
-
--- name: NotificationChannelList :many
--- Every channel with its endpoint's URL, enabled flag and breaker state.
-SELECT c.*, e.url, e.enabled, h.state AS breaker_state
-FROM notification_channels c
-JOIN endpoints e ON e.id = c.endpoint_id
-JOIN endpoint_health h ON h.endpoint_id = c.endpoint_id
-ORDER BY c.id;
-
--- name: NotificationChannelGet :one
-SELECT * FROM notification_channels WHERE id = @id;
-
--- name: NotificationChannelDelete :one
--- Deletes a channel. Its endpoint is disabled and renamed out of the way,
--- and what was still queued for it is dropped (the channel is gone; these
--- are not a partner's deliveries to keep).
-WITH c AS (
-    DELETE FROM notification_channels nc WHERE nc.id = @id RETURNING nc.id, nc.endpoint_id, nc.name
-), e AS (
-    UPDATE endpoints ep SET enabled = false, disabled_cause = 'operator', disabled_at = now(),
-           disabled_reason = 'notification channel deleted',
-           name = left(ep.name, 150) || ' (deleted ' || to_char(now(), 'YYYY-MM-DD HH24:MI:SS.MS') || ')'
-    FROM c WHERE ep.id = c.endpoint_id
-), d AS (
-    DELETE FROM deliveries dl USING c
-    WHERE dl.endpoint_id = c.endpoint_id AND dl.status IN ('pending', 'failed')
-)
-SELECT c.id, c.endpoint_id, c.name FROM c;
-
 -- name: NotificationRecent :many
 -- The latest outbox rows, for the settings page.
 SELECT n.id, n.kind, n.subject, n.state, n.repeats, n.created_at, n.sent_at,
@@ -145,8 +82,3 @@ ORDER BY subject, id DESC;
 -- already announced).
 SELECT DISTINCT subject FROM notifications
 WHERE kind = @kind AND created_at >= @since::timestamptz;
-
--- name: NotificationPrune :execrows
--- Retention of the outbox: decided rows older than the cutoff go.
-DELETE FROM notifications
-WHERE created_at < @before::timestamptz AND state <> 'pending';

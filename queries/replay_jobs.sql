@@ -1,5 +1,6 @@
 -- name: ReplayJobCreate :one
--- Writes: a bulk replay, running, with the count the operator confirmed.
+-- Starts a bulk replay, running, with the count the operator confirmed; the
+-- worker re-queues its deliveries a batch at a time (DeliveryReplayBatch).
 INSERT INTO replay_jobs (status, endpoint_id, event_type, q, since, until, total, created_by)
 VALUES (@status, sqlc.narg('endpoint_id'), sqlc.narg('event_type'), sqlc.narg('q'), sqlc.narg('since'), sqlc.narg('until'), @total, @created_by)
 RETURNING *;
@@ -7,16 +8,19 @@ RETURNING *;
 -- name: ReplayJobGet :one
 SELECT * FROM replay_jobs WHERE id = @id;
 
--- name: ReplayJobList :many
-SELECT * FROM replay_jobs ORDER BY id DESC LIMIT @row_limit::int;
-
 -- name: ReplayJobClaim :one
 -- The oldest running job, locked for this replica's batch; other replicas
 -- skip it (and take the next one).
 SELECT * FROM replay_jobs WHERE state = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
 
+-- name: ReplayJobAnyRunning :one
+-- Whether a replay is running: the maintenance loop's check, one cheap
+-- read (replay_jobs_running) before it opens a transaction for a batch.
+SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running');
+
 -- name: ReplayJobAdvance :exec
--- Writes: a batch's progress; done when the batch was the last.
+-- Records a batch's progress, in the batch's transaction; done when the
+-- batch was the last.
 UPDATE replay_jobs
 SET replayed = replayed + @replayed, last_id = greatest(last_id, @last_id::bigint),
     state = CASE WHEN @done::bool THEN 'done' ELSE state END,
@@ -24,12 +28,7 @@ SET replayed = replayed + @replayed, last_id = greatest(last_id, @last_id::bigin
 WHERE id = @id;
 
 -- name: ReplayJobCancel :one
--- Writes: stops a running job; what it re-queued stays queued.
+-- Stops a running job; what it re-queued stays queued.
 UPDATE replay_jobs SET state = 'canceled', finished_at = now()
 WHERE id = @id AND state = 'running'
 RETURNING *;
-
--- name: ReplayJobAnyRunning :one
--- Whether a replay is running: the maintenance loop's check, one cheap
--- read (replay_jobs_running) before it opens a transaction for a batch.
-SELECT EXISTS (SELECT 1 FROM replay_jobs WHERE state = 'running');

@@ -1,3 +1,5 @@
+-- Reads for the stats report, /metrics and alerts, kept by report (over deliveries and the latency caches).
+
 -- name: PipelineStats :one
 -- The article's one-row pipeline summary. Each figure reads a partial index
 -- or the minute histograms, never the whole deliveries table, so it stays
@@ -8,16 +10,16 @@ SELECT
     (SELECT count(*) FROM deliveries WHERE status = 'failed')::bigint AS awaiting_retry,
     (SELECT count(*) FROM deliveries WHERE status = 'in_flight')::bigint AS in_flight,
     (SELECT count(*) FROM deliveries WHERE status = 'dead')::bigint AS dead,
-    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
-    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '2 hours'
-                                                         AND dead_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS dead_previous_hour,
+    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
+    (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '2 hours'
+                                                         AND dead_at < coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour')::bigint AS dead_previous_hour,
     (SELECT coalesce(sum(fail_count), 0) FROM latency_histograms
-      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS failed_last_hour,
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour')::bigint AS failed_last_hour,
     (SELECT coalesce(sum(ok_count), 0) FROM latency_histograms
-      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::bigint AS ok_attempts_last_hour,
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour')::bigint AS ok_attempts_last_hour,
     (SELECT coalesce(sum(sum_ms) / NULLIF(sum(count), 0), 0) FROM latency_histograms
-      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour')::float8 AS avg_attempt_ms_last_hour,
-    (SELECT coalesce(extract(epoch FROM coalesce(sqlc.narg(now)::timestamptz, now()) - min(created_at)), 0)
+      WHERE resolution_seconds = 60 AND bucket_start >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour')::float8 AS avg_attempt_ms_last_hour,
+    (SELECT coalesce(extract(epoch FROM coalesce(sqlc.narg('now')::timestamptz, now()) - min(created_at)), 0)
        FROM deliveries WHERE status IN ('pending', 'failed'))::float8 AS oldest_pending_seconds;
 
 -- name: StatsSlowEndpoints :many

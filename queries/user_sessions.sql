@@ -17,6 +17,7 @@ WHERE s.id = @id AND u.disabled_at IS NULL;
 UPDATE user_sessions SET last_seen_at = now() WHERE id = @id;
 
 -- name: UserSessionDelete :exec
+-- Ends one session: sign-out, or a browser's previous session when it signs in again.
 DELETE FROM user_sessions WHERE id = @id;
 
 -- name: UserSessionDeleteForUser :exec
@@ -24,4 +25,6 @@ DELETE FROM user_sessions WHERE id = @id;
 DELETE FROM user_sessions WHERE user_id = @user_id;
 
 -- name: UserSessionDeleteExpired :execrows
+-- Retention: deletes sessions past their idle or absolute limit (web refuses
+-- them already; the worker sweeps them).
 DELETE FROM user_sessions WHERE last_seen_at < @idle_before::timestamptz OR created_at < @created_before::timestamptz;

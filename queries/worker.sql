@@ -1,29 +1,41 @@
+-- The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
+-- Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
+
+-- name: ClaimLock :exec
+-- Serialises claims across replicas for the rest of the transaction. The
+-- claim reads how many deliveries each endpoint has in flight; taken after
+-- this lock, in a new statement, that count includes every claim other
+-- replicas committed, so max_in_flight holds across replicas. A claim takes
+-- about a millisecond, so replicas barely wait.
+SELECT pg_advisory_xact_lock(7270736901);
+
+-- name: ClaimSettings :exec
+-- Settings for the claim's transaction only. synchronous_commit off saves a
+-- disk flush per claim and loses nothing: a claim lost in a crash is only
+-- pending again (sent twice at worst, as at-least-once allows), and the
+-- completion's synchronous commit flushes the claim's WAL before any result
+-- is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
+-- afresh on every call, which costs as much as claiming dozens of rows; see
+-- worker/architecture.md.
+SELECT set_config('synchronous_commit', 'off', true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);
+
 -- name: DeliveryClaim :many
--- Claims due deliveries in one statement and commits before any HTTP is
--- sent: no transaction is ever held open across a network call.
---
--- Only endpoints that are enabled, whose breaker is closed and that are not
--- paused by a Retry-After are eligible. Each gets at most its free in-flight
--- slots (max_in_flight minus rows already in flight, across all replicas)
--- and, when rate-limited, at most the tokens this replica holds for it
--- (@capped_ids/@caps; a rate-limited endpoint absent from them is skipped
--- until the worker knows its limit). Endpoints are visited in random order
--- so that a large backlog on one cannot starve the others; within an
--- endpoint, oldest due first. FOR UPDATE SKIP LOCKED makes concurrent
--- claims by other replicas take other rows instead of waiting.
---
--- The plan is cached (see ClaimSettings), so it must not depend on how many
--- rows are picked: the picked ids reach the UPDATE as an array, which the
--- planner always treats as a handful of primary-key lookups. Joined to
--- picked as a table instead, a cached plan sometimes assumed thousands of
--- rows and hashed a scan of the whole events table on every claim.
+-- Claims due deliveries (status in_flight, leased to @worker_id) and commits
+-- before any HTTP is sent: no transaction is held across a network call.
+-- Enabled, closed, unpaused endpoints get at most their free in-flight slots
+-- (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
+-- random order so one backlog cannot starve the others; SKIP LOCKED keeps
+-- replicas off each other's rows. The picked ids reach the UPDATE as an
+-- array so the cached plan (ClaimSettings) stays a few key lookups however
+-- many rows are picked; see worker/architecture.md.
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
       AND h.state = 'closed'
-      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
 ),
 in_flight AS (
     SELECT endpoint_id, count(*)::int AS n
@@ -49,7 +61,7 @@ picked AS (
         FROM deliveries d
         WHERE d.endpoint_id = r.id
           AND d.status IN ('pending', 'failed')
-          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         ORDER BY d.next_attempt_at
         LIMIT r.n
         FOR UPDATE SKIP LOCKED
@@ -58,7 +70,7 @@ picked AS (
 )
 UPDATE deliveries d
 SET status = 'in_flight',
-    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + (e.timeout_ms + @lease_margin_ms::int) * interval '1 millisecond',
     lease_owner = @worker_id::text
 FROM events ev, endpoints e
 WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
@@ -67,23 +79,12 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param;
 
--- name: EndpointHealthStartProbes :many
--- Moves open breakers whose cooldown has passed to half_open. The WHERE
--- state = 'open' makes the transition conditional: when replicas race, one
--- UPDATE wins and the others match no row. Paused endpoints wait for an
--- operator.
-UPDATE endpoint_health
-SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce(sqlc.narg(now)::timestamptz, now()), updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
-WHERE state = 'open'
-  AND NOT paused
-  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce(sqlc.narg(now)::timestamptz, now())
-RETURNING endpoint_id;
-
 -- name: DeliveryClaimProbes :many
--- Claims exactly one probe delivery per half-open endpoint that has none:
--- the health row is locked (SKIP LOCKED, so racing replicas skip it) and
--- marked with the probe's id in the same statement, so no second probe is
--- ever claimed while the first is unresolved.
+-- Claims exactly one probe delivery per half-open endpoint that has none
+-- (EndpointHealthStartProbes opened them): the health row is locked (SKIP
+-- LOCKED, so racing replicas skip it) and marked with the probe's id in the
+-- same statement, so no second probe is ever claimed while the first is
+-- unresolved.
 WITH ready AS (
     SELECT h.endpoint_id
     FROM endpoint_health h
@@ -91,7 +92,7 @@ WITH ready AS (
     WHERE h.state = 'half_open'
       AND h.probe_delivery_id IS NULL
       AND e.enabled
-      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg(now)::timestamptz, now()))
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     FOR UPDATE OF h SKIP LOCKED
 ),
 pick AS (
@@ -101,7 +102,7 @@ pick AS (
         SELECT d.id FROM deliveries d
         WHERE d.endpoint_id = r.endpoint_id
           AND d.status IN ('pending', 'failed')
-          AND d.next_attempt_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         ORDER BY d.next_attempt_at
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -109,13 +110,13 @@ pick AS (
 ),
 mark AS (
     UPDATE endpoint_health h
-    SET probe_delivery_id = p.id, updated_at = coalesce(sqlc.narg(now)::timestamptz, now())
+    SET probe_delivery_id = p.id, updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM pick p
     WHERE h.endpoint_id = p.endpoint_id
 )
 UPDATE deliveries d
 SET status = 'in_flight',
-    lease_expires_at = coalesce(sqlc.narg(now)::timestamptz, now()) + (e.timeout_ms + sqlc.arg(lease_margin_ms)::int) * interval '1 millisecond',
+    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + (e.timeout_ms + @lease_margin_ms::int) * interval '1 millisecond',
     lease_owner = @worker_id::text
 FROM pick p, events ev, endpoints e
 WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
@@ -132,7 +133,9 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
 -- status test too; "status = 'in_flight'" is left out on purpose, because it
 -- steers the planner to the small in-flight partial index as the outer side
 -- of a nested loop (one scan of every in-flight row per result) instead of
--- one primary-key lookup per result. Returns the ids actually updated.
+-- one primary-key lookup per result. Returns the ids actually updated; the
+-- same transaction writes their attempts (AttemptInsert), latency samples
+-- and breaker rows (EndpointHealthWrite).
 UPDATE deliveries d
 SET status           = u.status,
     attempt_count    = d.attempt_count + 1,
@@ -163,7 +166,7 @@ RETURNING d.id;
 -- Returns deliveries this worker claimed but did not attempt (shutdown
 -- cancelled the send) to the queue, due now, without using an attempt.
 UPDATE deliveries d
-SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempt_counts::int[]) AS attempt_count) u
 WHERE d.id = u.id
   AND d.lease_owner = @worker_id::text
@@ -173,18 +176,8 @@ WHERE d.id = u.id
 -- At shutdown, after the last flush: anything still leased by this worker
 -- goes back to the queue, due now. Normally matches nothing.
 UPDATE deliveries
-SET status = 'failed', next_attempt_at = coalesce(sqlc.narg(now)::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
+SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 WHERE status = 'in_flight' AND lease_owner = @worker_id::text;
-
--- name: AttemptInsert :copyfrom
--- Attempts are append-only and written with COPY, one batch per flush.
-INSERT INTO delivery_attempts (
-    delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
-    status_code, error_class, error, response_excerpt
-) VALUES (
-    @delivery_id, @endpoint_id, @attempt_no, @started_at, @duration_ms, @outcome,
-    @status_code, @error_class, @error, @response_excerpt
-);
 
 -- name: DeliveryRescueExpired :many
 -- Rescues deliveries whose worker is gone: their lease expired (the worker
@@ -206,7 +199,7 @@ UPDATE deliveries d
 SET status           = 'failed',
     attempt_count    = d.attempt_count + 1,
     max_attempts     = GREATEST(d.max_attempts, d.attempt_count + 2),
-    next_attempt_at  = coalesce(sqlc.narg(now)::timestamptz, now()),
+    next_attempt_at  = coalesce(sqlc.narg('now')::timestamptz, now()),
     lease_expires_at = NULL,
     lease_owner      = NULL,
     last_error       = 'lease expired: the worker sending it stopped before recording a result',
@@ -215,7 +208,7 @@ SET status           = 'failed',
 FROM (
     SELECT id FROM deliveries
     WHERE status = 'in_flight'
-      AND (lease_expires_at < coalesce(sqlc.narg(now)::timestamptz, now())
+      AND (lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
            OR lease_owner IN (SELECT worker_id FROM dead))
     ORDER BY lease_expires_at
     LIMIT @max_rows::int
@@ -223,139 +216,3 @@ FROM (
 ) x
 WHERE d.id = x.id
 RETURNING d.id, d.endpoint_id, d.attempt_count;
-
--- name: EndpointHealthLock :many
--- Locks the health rows of the endpoints in a completion batch, in id order
--- (every writer locks in that order, so replicas cannot deadlock). With
--- the endpoint's failure budget: the streak is kept on the same row.
-SELECT h.*, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
-FROM endpoint_health h
-JOIN endpoints e ON e.id = h.endpoint_id
-WHERE h.endpoint_id = ANY(@endpoint_ids::bigint[])
-ORDER BY h.endpoint_id
-FOR UPDATE OF h;
-
--- name: EndpointHealthWrite :exec
--- Writes breaker transitions computed by worker/breaker for many endpoints.
--- Arrays cannot carry NULL through sqlc's types, so the zero time (year 1)
--- stands for NULL.
-UPDATE endpoint_health h
-SET state                = u.state,
-    consecutive_failures = u.consecutive_failures,
-    opened_at            = NULLIF(u.opened_at, '0001-01-01 00:00:00+00'),
-    cooldown_seconds     = u.cooldown_seconds,
-    probe_delivery_id    = NULLIF(u.probe_delivery_id, 0),
-    paused_until         = NULLIF(u.paused_until, '0001-01-01 00:00:00+00'),
-    last_success_at      = NULLIF(u.last_success_at, '0001-01-01 00:00:00+00'),
-    last_failure_at      = NULLIF(u.last_failure_at, '0001-01-01 00:00:00+00'),
-    updated_at           = coalesce(sqlc.narg(now)::timestamptz, now())
-FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
-             unnest(@states::text[]) AS state,
-             unnest(@consecutive_failures::int[]) AS consecutive_failures,
-             unnest(@opened_ats::timestamptz[]) AS opened_at,
-             unnest(@cooldown_seconds::int[]) AS cooldown_seconds,
-             unnest(@probe_delivery_ids::bigint[]) AS probe_delivery_id,
-             unnest(@paused_untils::timestamptz[]) AS paused_until,
-             unnest(@last_success_ats::timestamptz[]) AS last_success_at,
-             unnest(@last_failure_ats::timestamptz[]) AS last_failure_at) u
-WHERE h.endpoint_id = u.endpoint_id;
-
--- name: EndpointHealthBudgetWrite :exec
--- Writes the failure-budget streaks computed by worker/budget for the
--- endpoints of a completion batch whose streak changed (a delivery died,
--- or a success ended a streak), under the locks EndpointHealthLock took.
--- The zero time stands for NULL.
-UPDATE endpoint_health h
-SET failed_deliveries = u.failed_deliveries,
-    first_failed_at   = NULLIF(u.first_failed_at, '0001-01-01 00:00:00+00'),
-    budget_warned     = u.budget_warned
-FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id,
-             unnest(@failed_deliveries::int[]) AS failed_deliveries,
-             unnest(@first_failed_ats::timestamptz[]) AS first_failed_at,
-             unnest(@budget_warned::int[]) AS budget_warned) u
-WHERE h.endpoint_id = u.endpoint_id;
-
--- name: EndpointSecretsForSigning :many
--- The active secrets of one endpoint, newest first, with their expiry (the
--- worker caches them per endpoint until a newer secret appears).
-SELECT id, ciphertext, expires_at
-FROM endpoint_secrets
-WHERE endpoint_id = @endpoint_id
-  AND (expires_at IS NULL OR expires_at > coalesce(sqlc.narg(now)::timestamptz, now()))
-ORDER BY created_at DESC, id DESC;
-
--- name: EndpointRateLimits :many
--- Rate-limited endpoints, for this replica's token buckets.
-SELECT id, rate_per_sec::float8 AS rate_per_sec, burst
-FROM endpoints
-WHERE rate_per_sec IS NOT NULL AND enabled;
-
--- name: WorkerHeartbeat :exec
--- Records this replica as alive, with the key of the advisory lock it holds
--- while it runs (see WorkerFindDead).
-INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
-VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg(now)::timestamptz, now()), coalesce(sqlc.narg(now)::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key;
-
--- name: WorkerLockHold :one
--- Taken once per worker on a connection of its own and held until the
--- process exits: the session-level lock is the worker's proof of life.
--- Returns false when the key is held (another worker picked the same random
--- key, or a rescue is checking it this instant); the caller picks again.
-SELECT pg_try_advisory_lock(@lock_key::bigint) AS held;
-
--- name: WorkerFindDead :many
--- Workers whose liveness lock is free: their session ended, so they are
--- dead, however recently they wrote a heartbeat. A live worker, however
--- slow, holds its lock and is never listed. The transaction-level try-lock
--- is released when this statement's transaction ends; it writes nothing.
-SELECT worker_id
-FROM worker_heartbeats
-WHERE worker_id <> @worker_id::text
-  AND lock_key IS NOT NULL
-  AND pg_try_advisory_xact_lock(lock_key)
-ORDER BY worker_id;
-
--- name: WorkerHeartbeatForget :exec
--- Removes the heartbeats of workers found dead, once their leases are
--- rescued, so they stop counting as replicas at once.
-DELETE FROM worker_heartbeats WHERE worker_id = ANY (@worker_ids::text[]);
-
--- name: WorkerLiveCount :one
--- How many replicas are alive (a per-endpoint rate is split across them).
-SELECT count(*)::int AS replicas
-FROM worker_heartbeats
-WHERE last_seen_at > @since::timestamptz;
-
--- name: WorkerHeartbeatDelete :exec
-DELETE FROM worker_heartbeats
-WHERE worker_id = @worker_id OR last_seen_at < coalesce(sqlc.narg(now)::timestamptz, now()) - interval '1 hour';
-
--- name: ClaimLock :exec
--- Serialises claims across replicas for the rest of the transaction. The
--- claim reads how many deliveries each endpoint has in flight; taken after
--- this lock, in a new statement, that count includes every claim other
--- replicas committed, so max_in_flight holds across replicas. A claim takes
--- about a millisecond, so replicas barely wait.
-SELECT pg_advisory_xact_lock(7270736901);
-
--- name: ClaimSettings :exec
--- Settings for the claim's transaction only.
---
--- synchronous_commit off: a claim commits without waiting for its WAL to
--- reach disk. Nothing accepted can be lost by it: if PostgreSQL crashes
--- before the WAL writer flushes the claim (within a fraction of a second),
--- its rows are simply pending again and get claimed again, so a row already
--- sent is sent twice, and only rows that were in flight at the crash, which
--- at-least-once allows. A result is never recorded against a lost claim:
--- the completion commits synchronously, which flushes all WAL before it,
--- the claim included. Events are committed synchronously at ingest. What it
--- saves is a disk flush per claim on the claim loop's critical path.
---
--- plan_cache_mode force_generic_plan: PostgreSQL would otherwise plan the
--- claim afresh on every call (its custom plans look cheaper than the
--- generic one), and planning it costs as much as claiming dozens of rows.
--- DeliveryClaim is written so that its cached plan is a good one whatever
--- the parameters.
-SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true);
