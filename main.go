@@ -618,13 +618,20 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 // openDatabase connects to DATABASE_URL, or starts (or attaches to) the
 // embedded cluster, and applies migrations. The returned close function
 // closes the pool and stops a cluster this process started.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, *secretbox.Box, func(), error) {
+	if err := resolveKeys(&cfg); err != nil {
+		return nil, nil, nil, err
+	}
+	box, err := secretbox.New(cfg.SecretKey, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	dsn := cfg.DatabaseURL
 	stopCluster := func() {}
 	if cfg.embedded() {
 		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, Logger: log})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		dsn = cluster.URL()
 		stopCluster = func() {
@@ -640,7 +647,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 	poolCfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		stopCluster()
-		return nil, nil, fmt.Errorf("database url: %w", err)
+		return nil, nil, nil, fmt.Errorf("database url: %w", err)
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		poolCfg.MaxConns = 24
@@ -649,25 +656,25 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stopCluster()
-		return nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
 		stopCluster()
-		return nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	if err := migrations.Up(ctx, pool); err != nil {
+	if err := migrations.Up(ctx, pool, migrations.WithSecretBox(box)); err != nil {
 		pool.Close()
 		stopCluster()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pool, func() { pool.Close(); stopCluster() }, nil
+	return pool, box, func() { pool.Close(); stopCluster() }, nil
 }
 
 func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(context.Context, *pgxpool.Pool) error) error {
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	pool, _, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -750,20 +757,9 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	if err := resolveKeys(&cfg); err != nil {
 		return nil, nil, err
 	}
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	pool, box, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, err
-	}
-	box, err := secretbox.New(cfg.SecretKey, nil)
-	if err != nil {
-		closeDB()
-		return nil, nil, err
-	}
-	if n, err := web.SealPlaintextHeaders(ctx, db.New(pool), box); err != nil {
-		closeDB()
-		return nil, nil, fmt.Errorf("seal stored custom headers: %w", err)
-	} else if n > 0 {
-		log.Info("sealed custom header values stored in plain text", "endpoints", n)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

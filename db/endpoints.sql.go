@@ -334,57 +334,6 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 	return i, err
 }
 
-const endpointHeadersAll = `-- name: EndpointHeadersAll :many
-SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id
-`
-
-type EndpointHeadersAllRow struct {
-	ID      int64
-	Headers json.RawMessage
-}
-
-// Every endpoint with custom headers (sealing values stored before headers
-// were sealed, at startup).
-func (q *Queries) EndpointHeadersAll(ctx context.Context) ([]EndpointHeadersAllRow, error) {
-	rows, err := q.db.Query(ctx, endpointHeadersAll)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndpointHeadersAllRow{}
-	for rows.Next() {
-		var i EndpointHeadersAllRow
-		if err := rows.Scan(&i.ID, &i.Headers); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const endpointHeadersReplace = `-- name: EndpointHeadersReplace :execrows
-UPDATE endpoints SET headers = $1 WHERE id = $2 AND headers = $3
-`
-
-type EndpointHeadersReplaceParams struct {
-	NewHeaders json.RawMessage
-	ID         int64
-	OldHeaders json.RawMessage
-}
-
-// Replaces stored headers only if they are still what was read (a
-// compare-and-set, so the sealing pass never overwrites a concurrent edit).
-func (q *Queries) EndpointHeadersReplace(ctx context.Context, arg EndpointHeadersReplaceParams) (int64, error) {
-	result, err := q.db.Exec(ctx, endpointHeadersReplace, arg.NewHeaders, arg.ID, arg.OldHeaders)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
 SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e

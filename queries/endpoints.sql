@@ -29,16 +29,6 @@ RETURNING id;
 UPDATE endpoints SET headers = @headers WHERE id = @id
 RETURNING *;
 
--- name: EndpointHeadersAll :many
--- Every endpoint with custom headers (sealing values stored before headers
--- were sealed, at startup).
-SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id;
-
--- name: EndpointHeadersReplace :execrows
--- Replaces stored headers only if they are still what was read (a
--- compare-and-set, so the sealing pass never overwrites a concurrent edit).
-UPDATE endpoints SET headers = @new_headers WHERE id = @id AND headers = @old_headers;
-
 -- name: EndpointGet :one
 SELECT * FROM endpoints WHERE id = @id;
 

@@ -1,9 +1,7 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/hookline/hookline/db"
@@ -70,38 +68,4 @@ func (s *Server) unmaskHeaders(cur db.Endpoint, headers map[string]string) (stor
 		}
 	}
 	return stored, nil
-}
-
-// SealPlaintextHeaders seals custom header values stored in plain text
-// (written before values were sealed). It runs at startup and is idempotent;
-// a row edited meanwhile is left to its editor, whose write seals it.
-func SealPlaintextHeaders(ctx context.Context, q *db.Queries, box *secretbox.Box) (int, error) {
-	rows, err := q.EndpointHeadersAll(ctx)
-	if err != nil {
-		return 0, err
-	}
-	sealed := 0
-	for _, r := range rows {
-		plain, err := secretbox.Plaintext(r.Headers)
-		if err != nil {
-			return sealed, fmt.Errorf("endpoint %d: %w", r.ID, err)
-		}
-		if !plain {
-			continue
-		}
-		values, err := box.OpenHeaders(r.ID, r.Headers)
-		if err != nil {
-			return sealed, fmt.Errorf("endpoint %d: %w", r.ID, err)
-		}
-		stored, err := box.SealHeaders(r.ID, values)
-		if err != nil {
-			return sealed, err
-		}
-		n, err := q.EndpointHeadersReplace(ctx, db.EndpointHeadersReplaceParams{ID: r.ID, NewHeaders: stored, OldHeaders: r.Headers})
-		if err != nil {
-			return sealed, err
-		}
-		sealed += int(n)
-	}
-	return sealed, nil
 }

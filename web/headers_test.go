@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/hookline/hookline/db"
 )
 
 // TestCustomHeadersAreSealedAndWriteOnly: custom header values are stored
@@ -124,34 +122,5 @@ func TestCustomHeadersAreSealedAndWriteOnly(t *testing.T) {
 		if h.Get("Authorization") != "Bearer tok-123" || h.Get("X-Account") != "acct-43" {
 			t.Fatalf("test fire sent %v", h)
 		}
-	}
-}
-
-// TestPlaintextHeadersSealedAtStartup: values stored before sealing are
-// sealed by SealPlaintextHeaders, once.
-func TestPlaintextHeadersSealedAtStartup(t *testing.T) {
-	env := newEnv(t)
-	ctx := context.Background()
-	pid := env.createPartner("Acme")
-	e := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://hooks.acme.example/in"})
-	if _, err := env.pool.Exec(ctx, `UPDATE endpoints SET headers = '{"Authorization":"Bearer old"}' WHERE id = $1`, e.ID); err != nil {
-		t.Fatal(err)
-	}
-	q := db.New(env.pool)
-	if n, err := SealPlaintextHeaders(ctx, q, env.srv.box); err != nil || n != 1 {
-		t.Fatalf("sealed %d, %v", n, err)
-	}
-	var raw json.RawMessage
-	if err := env.pool.QueryRow(ctx, "SELECT headers FROM endpoints WHERE id = $1", e.ID).Scan(&raw); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(raw), "Bearer old") {
-		t.Fatalf("still in clear: %s", raw)
-	}
-	if plain, err := env.srv.box.OpenHeaders(e.ID, raw); err != nil || plain["Authorization"] != "Bearer old" {
-		t.Fatalf("opened %v, %v", plain, err)
-	}
-	if n, err := SealPlaintextHeaders(ctx, q, env.srv.box); err != nil || n != 0 {
-		t.Fatalf("second run sealed %d, %v", n, err)
 	}
 }

@@ -190,7 +190,8 @@ func schemaHash() (string, error) {
 	dir := migrationsDir()
 	var names []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, ".sql") {
+		// SQL files and Go migrations (and the code that registers them).
+		if err == nil && (strings.HasSuffix(p, ".sql") || strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go")) {
 			names = append(names, p)
 		}
 		return err

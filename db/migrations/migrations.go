@@ -1,6 +1,8 @@
 // Package migrations owns hookline's schema: numbered, forward-only SQL files
-// (also the schema sqlc generates from) applied at start under an advisory
-// lock, so several replicas starting at once migrate exactly once.
+// (also the schema sqlc generates from), and Go migrations where a change of
+// stored data needs hookline's code (seal_headers.go), applied at start under
+// an advisory lock, so several replicas starting at once migrate exactly
+// once.
 package migrations
 
 import (
@@ -9,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -18,12 +21,25 @@ import (
 //go:embed *.sql
 var files embed.FS
 
+// Option configures Up.
+type Option func(*options)
+
+type options struct{ box *secretbox.Box }
+
+// WithSecretBox gives the migrations that rewrite sealed data the box that
+// seals it.
+func WithSecretBox(box *secretbox.Box) Option { return func(o *options) { o.box = box } }
+
 // Up applies every pending migration. goose's session locker holds a
 // PostgreSQL advisory lock for the whole run.
-func Up(ctx context.Context, pool *pgxpool.Pool) error {
+func Up(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	p, err := provider(sqlDB)
+	p, err := provider(sqlDB, o.box)
 	if err != nil {
 		return err
 	}
@@ -37,7 +53,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool) error {
 func Pending(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	p, err := provider(sqlDB)
+	p, err := provider(sqlDB, nil)
 	if err != nil {
 		return false, err
 	}
@@ -48,13 +64,13 @@ func Pending(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	return has, nil
 }
 
-func provider(sqlDB *sql.DB) (*goose.Provider, error) {
+func provider(sqlDB *sql.DB, box *secretbox.Box) (*goose.Provider, error) {
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, files,
-		goose.WithSessionLocker(locker))
+		goose.WithSessionLocker(locker), goose.WithGoMigrations(sealHeaders(box)))
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
