@@ -271,6 +271,50 @@ func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) (
 	return items, nil
 }
 
+const endpointHealthOpen = `-- name: EndpointHealthOpen :many
+SELECT endpoint_id, state, opened_at, cooldown_seconds, consecutive_failures, paused
+FROM endpoint_health
+WHERE state = 'open' AND NOT paused AND opened_at IS NOT NULL
+`
+
+type EndpointHealthOpenRow struct {
+	EndpointID          int64
+	State               string
+	OpenedAt            *time.Time
+	CooldownSeconds     int32
+	ConsecutiveFailures int32
+	Paused              bool
+}
+
+// Open breakers no operator paused: the candidates for a probe, which
+// breaker.Policy.StartProbe decides.
+func (q *Queries) EndpointHealthOpen(ctx context.Context) ([]EndpointHealthOpenRow, error) {
+	rows, err := q.db.Query(ctx, endpointHealthOpen)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointHealthOpenRow{}
+	for rows.Next() {
+		var i EndpointHealthOpenRow
+		if err := rows.Scan(
+			&i.EndpointID,
+			&i.State,
+			&i.OpenedAt,
+			&i.CooldownSeconds,
+			&i.ConsecutiveFailures,
+			&i.Paused,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointHealthSetBreaker = `-- name: EndpointHealthSetBreaker :exec
 UPDATE endpoint_health
 SET state = $1, consecutive_failures = $2, opened_at = $3,
@@ -383,20 +427,28 @@ func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, start time.Ti
 }
 
 const endpointHealthStartProbes = `-- name: EndpointHealthStartProbes :many
-UPDATE endpoint_health
-SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce($1::timestamptz, now()), updated_at = coalesce($1::timestamptz, now())
-WHERE state = 'open'
-  AND NOT paused
-  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce($1::timestamptz, now())
-RETURNING endpoint_id
+UPDATE endpoint_health h
+SET state = 'half_open', probe_delivery_id = NULL,
+    opened_at = coalesce($1::timestamptz, now()), updated_at = coalesce($1::timestamptz, now())
+FROM (SELECT unnest($2::bigint[]) AS endpoint_id, unnest($3::timestamptz[]) AS opened_at) r
+WHERE h.endpoint_id = r.endpoint_id
+  AND h.state = 'open'
+  AND NOT h.paused
+  AND h.opened_at = r.opened_at
+RETURNING h.endpoint_id
 `
 
-// Moves open breakers whose cooldown has passed to half_open. The WHERE
-// state = 'open' makes the transition conditional: when replicas race, one
-// UPDATE wins and the others match no row. Paused endpoints wait for an
-// operator.
-func (q *Queries) EndpointHealthStartProbes(ctx context.Context, now *time.Time) ([]int64, error) {
-	rows, err := q.db.Query(ctx, endpointHealthStartProbes, now)
+type EndpointHealthStartProbesParams struct {
+	Now         *time.Time
+	EndpointIds []int64
+	OpenedAts   []time.Time
+}
+
+// Moves the given breakers to half_open, each only if it is still open since
+// the time read (compare-and-set: when replicas race, one UPDATE wins and
+// the others match no row).
+func (q *Queries) EndpointHealthStartProbes(ctx context.Context, arg EndpointHealthStartProbesParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, endpointHealthStartProbes, arg.Now, arg.EndpointIds, arg.OpenedAts)
 	if err != nil {
 		return nil, err
 	}

@@ -29,17 +29,26 @@ FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 ORDER BY e.id;
 
+-- name: EndpointHealthOpen :many
+-- Open breakers no operator paused: the candidates for a probe, which
+-- breaker.Policy.StartProbe decides.
+SELECT endpoint_id, state, opened_at, cooldown_seconds, consecutive_failures, paused
+FROM endpoint_health
+WHERE state = 'open' AND NOT paused AND opened_at IS NOT NULL;
+
 -- name: EndpointHealthStartProbes :many
--- Moves open breakers whose cooldown has passed to half_open. The WHERE
--- state = 'open' makes the transition conditional: when replicas race, one
--- UPDATE wins and the others match no row. Paused endpoints wait for an
--- operator.
-UPDATE endpoint_health
-SET state = 'half_open', probe_delivery_id = NULL, opened_at = coalesce(sqlc.narg('now')::timestamptz, now()), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE state = 'open'
-  AND NOT paused
-  AND opened_at + make_interval(secs => cooldown_seconds) <= coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING endpoint_id;
+-- Moves the given breakers to half_open, each only if it is still open since
+-- the time read (compare-and-set: when replicas race, one UPDATE wins and
+-- the others match no row).
+UPDATE endpoint_health h
+SET state = 'half_open', probe_delivery_id = NULL,
+    opened_at = coalesce(sqlc.narg('now')::timestamptz, now()), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT unnest(@endpoint_ids::bigint[]) AS endpoint_id, unnest(@opened_ats::timestamptz[]) AS opened_at) r
+WHERE h.endpoint_id = r.endpoint_id
+  AND h.state = 'open'
+  AND NOT h.paused
+  AND h.opened_at = r.opened_at
+RETURNING h.endpoint_id;
 
 -- name: EndpointHealthLock :many
 -- Locks the health rows of the endpoints in a completion batch, in id order

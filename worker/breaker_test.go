@@ -92,7 +92,7 @@ func TestLostProbeReopens(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(301 * time.Second)
-	if _, err := w.q.EndpointHealthStartProbes(ctx, w.dbNow()); err != nil {
+	if err := w.startProbes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := w.q.DeliveryClaimProbes(ctx, dbClaimProbes(w))

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/ratelimit"
 )
 
@@ -162,7 +163,7 @@ func (w *Worker) refreshLimits(ctx context.Context) {
 // probe moves open breakers whose cooldown passed to half-open and sends
 // exactly one probe delivery for each.
 func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
-	if _, err := w.q.EndpointHealthStartProbes(ctx, w.dbNow()); err != nil {
+	if err := w.startProbes(ctx); err != nil {
 		if ctx.Err() == nil {
 			w.log.Error("start breaker probes", "err", err)
 		}
@@ -182,6 +183,31 @@ func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 		w.log.Info("sending breaker probe", "endpoint_id", r.EndpointID, "delivery_id", r.ID)
 		w.dispatch(sendCtx, claimed(r))
 	}
+}
+
+// startProbes moves the open breakers whose probe breaker.Policy says is
+// due to half-open, each only if no other replica moved it first.
+func (w *Worker) startProbes(ctx context.Context) error {
+	rows, err := w.q.EndpointHealthOpen(ctx)
+	if err != nil {
+		return err
+	}
+	now := w.now()
+	var ids []int64
+	var opened []time.Time
+	for _, r := range rows {
+		h := breaker.Health{State: breaker.State(r.State), OpenedAt: deref(r.OpenedAt), Paused: r.Paused,
+			ConsecutiveFailures: int(r.ConsecutiveFailures), Cooldown: time.Duration(r.CooldownSeconds) * time.Second}
+		if _, due := w.breaker.StartProbe(h, now); due {
+			ids = append(ids, r.EndpointID)
+			opened = append(opened, *r.OpenedAt)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err = w.q.EndpointHealthStartProbes(ctx, db.EndpointHealthStartProbesParams{Now: w.dbNow(), EndpointIds: ids, OpenedAts: opened})
+	return err
 }
 
 // rescue makes deliveries whose lease expired, or whose lease owner is one
