@@ -395,7 +395,7 @@ func (q *Queries) EndpointHealthSetLatency(ctx context.Context, arg EndpointHeal
 const endpointHealthSetSparklines = `-- name: EndpointHealthSetSparklines :exec
 WITH active AS (
     SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = 900 AND bucket_start >= $1::timestamptz
+    WHERE resolution_seconds = $2::int AND bucket_start >= $1::timestamptz
 ),
 series AS (
     SELECT a.endpoint_id,
@@ -404,9 +404,11 @@ series AS (
            array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
            array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
     FROM active a
-    CROSS JOIN generate_series($1::timestamptz, $1::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
+    CROSS JOIN generate_series($1::timestamptz,
+                               $1::timestamptz + make_interval(secs => $2::int * ($3::int - 1)),
+                               make_interval(secs => $2::int)) AS g (slot)
     LEFT JOIN latency_histograms l
-           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = 900 AND l.bucket_start = g.slot
+           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = $2::int AND l.bucket_start = g.slot
     GROUP BY a.endpoint_id
 )
 UPDATE endpoint_health h
@@ -418,11 +420,18 @@ WHERE h.endpoint_id = h2.endpoint_id
   AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL)
 `
 
-// Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
-// start) from the 900 s histograms, in one statement; endpoints without
-// data in the window lose theirs.
-func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, start time.Time) error {
-	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, start)
+type EndpointHealthSetSparklinesParams struct {
+	Start       time.Time
+	StepSeconds int32
+	Slots       int32
+}
+
+// Rebuilds every endpoint's sparkline (@slots slots of @step_seconds from
+// start, latency.SparkSlots and latency.SparkStep) from the histograms of
+// that resolution, in one statement; endpoints without data in the window
+// lose theirs.
+func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, arg EndpointHealthSetSparklinesParams) error {
+	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, arg.Start, arg.StepSeconds, arg.Slots)
 	return err
 }
 

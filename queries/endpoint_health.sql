@@ -128,12 +128,13 @@ SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
 WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY(@keep_ids::bigint[]));
 
 -- name: EndpointHealthSetSparklines :exec
--- Rebuilds every endpoint's 24 h sparkline (96 slots of 15 min from
--- start) from the 900 s histograms, in one statement; endpoints without
--- data in the window lose theirs.
+-- Rebuilds every endpoint's sparkline (@slots slots of @step_seconds from
+-- start, latency.SparkSlots and latency.SparkStep) from the histograms of
+-- that resolution, in one statement; endpoints without data in the window
+-- lose theirs.
 WITH active AS (
     SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = 900 AND bucket_start >= sqlc.arg(start)::timestamptz
+    WHERE resolution_seconds = sqlc.arg(step_seconds)::int AND bucket_start >= sqlc.arg(start)::timestamptz
 ),
 series AS (
     SELECT a.endpoint_id,
@@ -142,9 +143,11 @@ series AS (
            array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
            array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
     FROM active a
-    CROSS JOIN generate_series(sqlc.arg(start)::timestamptz, sqlc.arg(start)::timestamptz + interval '15 minutes' * 95, interval '15 minutes') AS g (slot)
+    CROSS JOIN generate_series(sqlc.arg(start)::timestamptz,
+                               sqlc.arg(start)::timestamptz + make_interval(secs => sqlc.arg(step_seconds)::int * (sqlc.arg(slots)::int - 1)),
+                               make_interval(secs => sqlc.arg(step_seconds)::int)) AS g (slot)
     LEFT JOIN latency_histograms l
-           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = 900 AND l.bucket_start = g.slot
+           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = sqlc.arg(step_seconds)::int AND l.bucket_start = g.slot
     GROUP BY a.endpoint_id
 )
 UPDATE endpoint_health h

@@ -196,13 +196,13 @@ func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow,
 	return v, nil
 }
 
-// endpointChart is 24 h of 15-minute slots from the stored histograms.
+// endpointChart is the 24 h sparkline series (latency.SparkSlots slots of
+// latency.SparkStep) read from the stored histograms, uncached.
 func (s *Server) endpointChart(ctx context.Context, e db.Endpoint) (components.ChartData, error) {
-	const step = 15 * time.Minute
-	const slots = 96
+	const step, slots = latency.SparkStep, latency.SparkSlots
 	now := s.now()
-	start := now.UTC().Truncate(step).Add(-(slots - 1) * step)
-	rows, err := s.q.LatencyRange(ctx, db.LatencyRangeParams{EndpointID: e.ID, ResolutionSeconds: 900, Since: start, Until: now.Add(step)})
+	start := latency.SparkStart(now)
+	rows, err := s.q.LatencyRange(ctx, db.LatencyRangeParams{EndpointID: e.ID, ResolutionSeconds: int32(step / time.Second), Since: start, Until: now.Add(step)})
 	if err != nil {
 		return components.ChartData{}, err
 	}

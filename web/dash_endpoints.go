@@ -183,10 +183,10 @@ func latencyFlag(h db.EndpointHealth) string {
 	return string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
 }
 
-// sparkSeries turns the cached 96 slots of 15 minutes into 48 points of 30
-// minutes for the table's small sparklines (120 px wide: a point every
-// 2.5 px; a thousand rows stay light), each the worse of its two slots,
-// with gaps (-1) where no attempt was made.
+// sparkSeries folds the cached series (latency.SparkSlots slots) into half as
+// many points, each the worse of its two slots, for the table's small
+// sparklines (120 px wide: a point every 2.5 px; a thousand rows stay
+// light), with gaps (-1) where no attempt was made.
 func sparkSeries(h db.EndpointHealth) (p50, p95, p99 []float64) {
 	n := len(h.SparkCount)
 	if n == 0 || n%2 != 0 || len(h.SparkP50) != n || len(h.SparkP95) != n || len(h.SparkP99) != n {

@@ -17,7 +17,7 @@ import (
 // Histogram resolutions stored in latency_histograms.
 const (
 	resMinute = 60
-	resSlot   = 900 // sparkline points
+	resSlot   = int32(latency.SparkStep / time.Second) // sparkline points
 	resHour   = 3600
 )
 
@@ -195,7 +195,7 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 // refreshHealth recomputes every endpoint's cached latency: P50/P95/P99 over
 // the rolling 24 h (merged hourly buckets), the recent P95 (merged minute
 // buckets of the last 10 minutes; the early warning), and the 24 h
-// sparklines (96 slots of 15 minutes).
+// sparklines (latency.SparkSlots slots of latency.SparkStep).
 func (w *Worker) refreshHealth(ctx context.Context) error {
 	now := w.now().UTC()
 	day, err := w.mergeSince(ctx, resHour, now.Truncate(time.Hour).Add(-window24h+time.Hour))
@@ -239,8 +239,9 @@ func (w *Worker) refreshHealth(ctx context.Context) error {
 		if err := q.EndpointHealthClearLatency(ctx, db.EndpointHealthClearLatencyParams{Now: w.dbNow(), KeepIds: ids}); err != nil {
 			return fmt.Errorf("clear latency: %w", err)
 		}
-		start := now.Truncate(resSlot * time.Second).Add(-95 * resSlot * time.Second)
-		if err := q.EndpointHealthSetSparklines(ctx, start); err != nil {
+		if err := q.EndpointHealthSetSparklines(ctx, db.EndpointHealthSetSparklinesParams{
+			Start: latency.SparkStart(now), StepSeconds: int32(latency.SparkStep / time.Second), Slots: latency.SparkSlots,
+		}); err != nil {
 			return fmt.Errorf("sparklines: %w", err)
 		}
 		return nil
