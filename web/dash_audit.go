@@ -29,7 +29,7 @@ func (s *Server) auditPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := auditview.Page{Now: s.now()}
+	p := auditview.PageData{Now: s.now()}
 	if len(rows) > auditPageSize {
 		rows = rows[:auditPageSize]
 		p.Next = rows[len(rows)-1].ID
@@ -50,7 +50,7 @@ func (s *Server) auditPage(c echo.Context) error {
 		}
 		p.Entries = append(p.Entries, e)
 	}
-	return s.render(c, http.StatusOK, auditview.View(s.meta(c, "Audit log", layout.NavAudit), p))
+	return s.render(c, http.StatusOK, auditview.Page(s.meta(c, "Audit log", layout.NavAudit), p))
 }
 
 func detailsText(raw []byte) string {

@@ -31,7 +31,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := deadletters.Page{Hours: hours, EndpointID: only, Now: s.now(), CanOperate: principalOf(c).can(account.RoleOperator), CSRF: principalOf(c).CSRF}
+	p := deadletters.PageData{Hours: hours, EndpointID: only, Now: s.now(), CanOperate: principalOf(c).can(account.RoleOperator), CSRF: principalOf(c).CSRF}
 	seen := map[int64]bool{}
 	for _, cl := range clusters {
 		if only != 0 && cl.EndpointID != only {
@@ -51,7 +51,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 		}
 	}
 	sort.Slice(p.Endpoints, func(i, j int) bool { return p.Endpoints[i].Name < p.Endpoints[j].Name })
-	return s.render(c, http.StatusOK, deadletters.View(s.meta(c, "Dead letters", layout.NavDeadLetters), p))
+	return s.render(c, http.StatusOK, deadletters.Page(s.meta(c, "Dead letters", layout.NavDeadLetters), p))
 }
 
 // deadLetterCluster: GET /dead-letters/cluster?key=&hours= (expand a cluster)

@@ -66,9 +66,9 @@ func (s *Server) endpointPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := endpoint.Page{Config: configView(r), Health: health, Chart: chart, Attempts: attempts, Secrets: secrets, CanOperate: canOperate}
+	p := endpoint.PageData{Config: configView(r), Health: health, Chart: chart, Attempts: attempts, Secrets: secrets, CanOperate: canOperate}
 	p.Signed = signedPostbackView(r.Endpoint)
-	return s.render(c, http.StatusOK, endpoint.View(s.meta(c, r.Endpoint.Name, layout.NavEndpoints), p))
+	return s.render(c, http.StatusOK, endpoint.Page(s.meta(c, r.Endpoint.Name, layout.NavEndpoints), p))
 }
 
 // endpointHealthFragment: GET /endpoints/:id/health (live refresh)

@@ -39,7 +39,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := events.Page{Filter: f, Now: s.now()}
+	page := events.PageData{Filter: f, Now: s.now()}
 	if p.BeforeID == nil && len(rows) > 0 {
 		page.NewEvents = &events.NewEvents{PollURL: events.NewEventsURL(f, rows[0].CreatedAt), ShowURL: events.ShowURL(f)}
 	}
@@ -91,7 +91,7 @@ func (s *Server) eventsPage(c echo.Context) error {
 		}
 		page.Rows = append(page.Rows, row)
 	}
-	return s.render(c, http.StatusOK, events.View(s.meta(c, "Events", layout.NavEvents), page))
+	return s.render(c, http.StatusOK, events.Page(s.meta(c, "Events", layout.NavEvents), page))
 }
 
 // eventsNew: GET /events/new?after=&<filters> — how many events matching
@@ -196,7 +196,7 @@ func (s *Server) eventPageView(c echo.Context) error {
 		return err
 	}
 	pr := principalOf(c)
-	page := event.Page{
+	page := event.PageData{
 		ID: ev.ID.String(), Type: ev.Type, CreatedAt: ev.CreatedAt, IdempotencyKey: deref(ev.IdempotencyKey),
 		Payload: prettyJSON(ev.Payload), CanOperate: pr.can(account.RoleOperator), CSRF: pr.CSRF, Now: s.now(),
 	}
@@ -228,7 +228,7 @@ func (s *Server) eventPageView(c echo.Context) error {
 	if page.Filtered, err = s.filteredEndpoints(ctx, ev); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, event.View(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
+	return s.render(c, http.StatusOK, event.Page(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
 }
 
 // eventDeliveries maps an event's deliveries and their attempts to the

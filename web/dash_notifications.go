@@ -19,10 +19,10 @@ const onceChannelSecret = "once_channel_secret"
 
 // notificationsPage: GET /settings/notifications (admin)
 func (s *Server) notificationsPage(c echo.Context) error {
-	return s.renderNotifications(c, http.StatusOK, notifications.Page{Style: "webhook"}, nil)
+	return s.renderNotifications(c, http.StatusOK, notifications.PageData{Style: "webhook"}, nil)
 }
 
-func (s *Server) renderNotifications(c echo.Context, status int, p notifications.Page, chosen []string) error {
+func (s *Server) renderNotifications(c echo.Context, status int, p notifications.PageData, chosen []string) error {
 	ctx := c.Request().Context()
 	rows, err := s.q.NotificationChannelList(ctx)
 	if err != nil {
@@ -52,7 +52,7 @@ func (s *Server) renderNotifications(c echo.Context, status int, p notifications
 		p.Recent = append(p.Recent, notifications.Recent{Kind: r.Kind, Subject: r.Subject, Endpoint: r.EndpointName,
 			State: r.State, Repeats: int(r.Repeats), CreatedAt: r.CreatedAt})
 	}
-	return s.render(c, status, notifications.NotificationsPage(m, p))
+	return s.render(c, status, notifications.Page(m, p))
 }
 
 // notificationChannelAdd: POST /settings/notifications (admin)
@@ -63,7 +63,7 @@ func (s *Server) notificationChannelAdd(c echo.Context) error {
 	}
 	in := channelInput{Name: form.Get("name"), Style: form.Get("style"), URL: form.Get("url"), Kinds: form["kinds"]}
 	valid, errs := s.validateChannel(in)
-	page := notifications.Page{Name: in.Name, Style: in.Style, URL: in.URL, Errors: map[string]string{}}
+	page := notifications.PageData{Name: in.Name, Style: in.Style, URL: in.URL, Errors: map[string]string{}}
 	chosen := in.Kinds
 	if chosen == nil {
 		chosen = []string{}

@@ -32,14 +32,14 @@ type Entry struct {
 	Details string // "key: value" pairs
 }
 
-// Page is /audit; Before pages back.
-type Page struct {
+// PageData is /audit; Before pages back.
+type PageData struct {
 	Entries []Entry
 	Next    int64 // id to page from; 0 when this is the last page
 	Now     time.Time
 }
 
-func View(m layout.PageMeta, p Page) templ.Component {
+func Page(m layout.PageMeta, p PageData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

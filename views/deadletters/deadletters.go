@@ -12,8 +12,8 @@ import (
 	"github.com/hookline/hookline/views/components"
 )
 
-// Page is /dead-letters.
-type Page struct {
+// PageData is /dead-letters.
+type PageData struct {
 	Hours      int
 	EndpointID int64 // 0: all endpoints
 	Clusters   []Cluster

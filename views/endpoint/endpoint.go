@@ -23,8 +23,8 @@ const (
 	ConfigID   = "endpoint-config"
 )
 
-// Page is the whole endpoint page.
-type Page struct {
+// PageData is the whole endpoint page.
+type PageData struct {
 	Config     Config
 	Health     Health
 	Chart      components.ChartData

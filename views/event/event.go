@@ -10,8 +10,8 @@ import (
 	"github.com/hookline/hookline/views/components"
 )
 
-// Page is /events/{id}.
-type Page struct {
+// PageData is /events/{id}.
+type PageData struct {
 	ID             string
 	Type           string
 	CreatedAt      time.Time

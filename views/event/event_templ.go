@@ -14,7 +14,7 @@ import (
 	"github.com/hookline/hookline/views/layout"
 )
 
-func View(m layout.PageMeta, p Page) templ.Component {
+func Page(m layout.PageMeta, p PageData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -355,7 +355,7 @@ func FilteredView(fs []FilteredEndpoint) templ.Component {
 	})
 }
 
-func DeliveryView(d Delivery, p Page) templ.Component {
+func DeliveryView(d Delivery, p PageData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

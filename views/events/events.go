@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Page is /events.
-type Page struct {
+// PageData is /events.
+type PageData struct {
 	Filter    Filter
 	Rows      []Row
 	NextURL   string     // the "Older" page, "" on the last page

@@ -54,8 +54,8 @@ type Recent struct {
 	CreatedAt time.Time
 }
 
-// Page is /settings/notifications.
-type Page struct {
+// PageData is /settings/notifications.
+type PageData struct {
 	Channels []Channel
 	Recent   []Recent
 	Kinds    []Kind
@@ -74,7 +74,7 @@ var styleOptions = []components.Option{
 	{Value: "chat", Label: "Chat incoming webhook: {\"text\": \"...\"}"},
 }
 
-func NotificationsPage(m layout.PageMeta, p Page) templ.Component {
+func Page(m layout.PageMeta, p PageData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
