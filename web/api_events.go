@@ -2,16 +2,12 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-
-	"github.com/hookline/hookline/db"
 )
 
 // apiEventCreate: POST /api/v1/events → 202 {id, deliveries}; a repeated
@@ -120,25 +116,6 @@ type deliveryJSON struct {
 	ReplayCount    int32         `json:"replay_count"`
 	CreatedAt      time.Time     `json:"created_at"`
 	Attempts       []attemptJSON `json:"attempts"`
-}
-
-// eventRecord loads an event with its deliveries and every attempt, for
-// the API's event read and the dashboard's event page. An unknown id is
-// pgx.ErrNoRows.
-func (s *Server) eventRecord(ctx context.Context, id uuid.UUID) (db.Event, []db.DeliveryListByEventRow, []db.DeliveryAttempt, error) {
-	ev, err := s.q.EventGet(ctx, id)
-	if err != nil {
-		return db.Event{}, nil, nil, fmt.Errorf("load event: %w", err)
-	}
-	dels, err := s.q.DeliveryListByEvent(ctx, id)
-	if err != nil {
-		return db.Event{}, nil, nil, fmt.Errorf("load the event's deliveries: %w", err)
-	}
-	attempts, err := s.q.AttemptListByEvent(ctx, id)
-	if err != nil {
-		return db.Event{}, nil, nil, fmt.Errorf("load the event's attempts: %w", err)
-	}
-	return ev, dels, attempts, nil
 }
 
 // apiEventGet: GET /api/v1/events/:id — the event, its deliveries and

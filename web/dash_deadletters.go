@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -211,13 +210,4 @@ func (s *Server) withClusterCount(ctx context.Context, p *deadletters.Progress, 
 	}
 	p.Cluster, p.Hours, p.Remaining = key, hours, n
 	return nil
-}
-
-// parseLocalTime reads a datetime-local input (interpreted as UTC) or RFC 3339.
-func parseLocalTime(v string) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	return time.Parse("2006-01-02T15:04", v)
 }

@@ -12,13 +12,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/backoff"
-	"github.com/hookline/hookline/worker/breaker"
-	"github.com/hookline/hookline/worker/latency"
 	"github.com/hookline/hookline/worker/secretbox"
 )
 
@@ -158,65 +155,6 @@ func (s *Server) endpointRotate(c echo.Context) error {
 	return s.render(c, http.StatusOK, endpoint.SecretsPanel(principalOf(c).CSRF, p))
 }
 
-func (s *Server) healthPanel(ctx context.Context, r db.EndpointGetWithHealthRow, canOperate bool) (endpoint.Health, error) {
-	e, h := r.Endpoint, r.EndpointHealth
-	depth, err := s.q.EndpointQueueDepth(ctx, e.ID)
-	if err != nil {
-		return endpoint.Health{}, err
-	}
-	now := s.now()
-	// Attempt rows are kept 7 days: the newest unsent failure within them.
-	unsent, err := s.unsentDead(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), &e.ID)
-	if err != nil {
-		return endpoint.Health{}, err
-	}
-	u := unsent[e.ID]
-	v := endpoint.Health{
-		EndpointID: e.ID, Breaker: breakerData(e, h, now), P50: h.P50Ms, P95: h.P95Ms, P99: h.P99Ms,
-		RecentP95: h.RecentP95Ms, Samples: h.SampleCount + u.Dead, Failures: h.ConsecutiveFailures,
-		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, PausedUntil: h.PausedUntil,
-		Queue: depth.Queued, Dead: depth.Dead, Now: now, CanOperate: canOperate,
-	}
-	if canOperate && !e.Enabled {
-		v.Breaker.Budget.EnableURL, v.Breaker.Budget.EnableTarget = fmt.Sprintf("/endpoints/%d/enable", e.ID), components.Target(endpoint.HealthID)
-	}
-	v.Threshold = int32(breaker.DefaultPolicy().ThresholdNow(int(e.FailureThreshold),
-		latency.FromMs(deref(h.RecentP95Ms)), int(h.RecentSampleCount), latency.FromMs(deref(h.P95Ms)), int(h.SampleCount)))
-	v.Latency = latencyFlag(h)
-	v.SuccessRate = successRate(h, u.Dead)
-	if h.LastSuccessAt != nil {
-		v.LastSuccess = *h.LastSuccessAt
-	}
-	if h.LastFailureAt != nil {
-		v.LastFailure = *h.LastFailureAt
-	}
-	if u.Last.After(v.LastFailure) {
-		v.LastFailure = u.Last
-	}
-	return v, nil
-}
-
-// endpointChart is the 24 h sparkline series (latency.SparkSlots slots of
-// latency.SparkStep) read from the stored histograms, uncached.
-func (s *Server) endpointChart(ctx context.Context, e db.Endpoint) (components.ChartData, error) {
-	const step, slots = latency.SparkStep, latency.SparkSlots
-	now := s.now()
-	start := latency.SparkStart(now)
-	rows, err := s.q.LatencyRange(ctx, db.LatencyRangeParams{EndpointID: e.ID, ResolutionSeconds: int32(step / time.Second), Since: start, Until: now.Add(step)})
-	if err != nil {
-		return components.ChartData{}, err
-	}
-	c := components.ChartData{Label: e.Name, Start: start, Step: step, Now: now, Points: make([]components.SparkPoint, slots)}
-	for _, r := range rows {
-		i := int(r.BucketStart.Sub(start) / step)
-		if i < 0 || i >= slots || r.Count == 0 {
-			continue
-		}
-		c.Points[i] = components.SparkPoint{P50: deref(r.P50Ms), P95: deref(r.P95Ms), P99: deref(r.P99Ms), Count: int(r.Count)}
-	}
-	return c, nil
-}
-
 // attemptPageSize is how many attempts one page of the log shows.
 const attemptPageSize = 50
 
@@ -325,18 +263,6 @@ func (s *Server) attemptLog(ctx context.Context, id int64, page attemptPage) (en
 	return out, nil
 }
 
-func (s *Server) secretsPanel(ctx context.Context, id int64, canOperate bool) (endpoint.Secrets, error) {
-	rows, err := s.q.EndpointSecretList(ctx, id)
-	if err != nil {
-		return endpoint.Secrets{}, err
-	}
-	p := endpoint.Secrets{EndpointID: id, Now: s.now(), CanOperate: canOperate}
-	for _, r := range rows {
-		p.List = append(p.List, endpoint.Secret{ID: r.ID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
-	}
-	return p, nil
-}
-
 func configView(r db.EndpointGetWithHealthRow) endpoint.Config {
 	e := r.Endpoint
 	c := endpoint.Config{
@@ -367,4 +293,32 @@ func retryWindow(maxAttempts int) string {
 		return fmt.Sprintf("%.1f h", d.Hours())
 	}
 	return fmt.Sprintf("%.1f days", d.Hours()/24)
+}
+
+// endpointEnable: POST /endpoints/:id/enable (operator) — enables a
+// disabled endpoint again, as the edit form's checkbox does (audited, the
+// budget starts afresh, the held deliveries flow).
+func (s *Server) endpointEnable(c echo.Context) error {
+	id, err := pathID(c, "endpoint")
+	if err != nil {
+		return err
+	}
+	_, problems, err := s.editEndpoint(c.Request().Context(), id, principalOf(c).actor(),
+		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+			in := inputFromEndpoint(cur)
+			on := true
+			in.Enabled = &on
+			return in, nil, nil
+		})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return conflict("", fmt.Sprintf("the endpoint's settings need fixing first (%s: %s): use Edit", problems[0].Field, problems[0].Message))
+	}
+	if !isHTMX(c) {
+		s.addFlash(c, layout.FlashSuccess, "Endpoint enabled: its queued deliveries are being sent.")
+		return c.Redirect(http.StatusSeeOther, "/endpoints/"+strconv.FormatInt(id, 10))
+	}
+	return s.renderHealth(c, id)
 }

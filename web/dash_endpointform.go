@@ -156,26 +156,6 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	return f, in
 }
 
-// parseHeaderLines reads the form's custom headers, one "Name: value" a
-// line (blank lines skipped), and what is wrong with them, if anything.
-func parseHeaderLines(text string) (map[string]string, string) {
-	headers := map[string]string{}
-	msg := ""
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			msg = fmt.Sprintf("line %d is not \"Name: value\"", i+1)
-			continue
-		}
-		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
-	}
-	return headers, msg
-}
-
 // endpointCreate: POST /partners/:id/endpoints (operator). Any invalid field
 // answers 422 with the form and its messages, and nothing is written. On
 // success the response itself shows the signing secret, once.
@@ -375,20 +355,6 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 		s.addFlash(c, layout.FlashSuccess, "Endpoint saved.")
 	}
 	return redirectAfterPost(c, "/endpoints/"+strconv.FormatInt(id, 10))
-}
-
-// formEventTypes splits the form's event types (commas, spaces or lines).
-func formEventTypes(raw string) []string {
-	return strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\t' || r == '\r' })
-}
-
-func sortedErrors(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+" "+v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Filter builder (the endpoint form's payload filter).

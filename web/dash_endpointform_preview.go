@@ -4,16 +4,13 @@ package web
 // retry window, and the test fire of unsaved values.
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/views/endpointform"
-	"github.com/hookline/hookline/worker/postback"
 	"github.com/labstack/echo/v4"
 )
 
@@ -27,42 +24,6 @@ func (s *Server) endpointPreview(c echo.Context) error {
 		return err
 	}
 	return s.render(c, http.StatusOK, endpointform.PreviewFragment(p))
-}
-
-// preview renders a postback form's template with a sample conversion,
-// marking macros the sample cannot fill, and lists the save-time lint's
-// warnings (the ones the API answers with).
-func (s *Server) preview(ctx context.Context, f endpointform.Form) (endpointform.Preview, error) {
-	if f.Kind != "postback" {
-		return endpointform.Preview{}, nil
-	}
-	if f.URL == "" {
-		return endpointform.Preview{Empty: true}, nil
-	}
-	style := postback.Style(f.MacroStyle)
-	if style == "" {
-		style = postback.StyleBraces
-		if p, ok := postback.PresetByID(f.Preset); ok {
-			style = p.MacroStyle()
-		}
-	}
-	t, err := postback.ParseStyle(f.URL, style)
-	if err != nil {
-		return endpointform.Preview{Error: err.Error()}, nil
-	}
-	id, _ := uuid.NewV7()
-	var p endpointform.Preview
-	for _, seg := range t.Preview(postback.SampleValues(id.String(), s.now())) {
-		p.Segments = append(p.Segments, endpointform.Segment{Text: seg.Text, Macro: seg.Macro, Known: seg.Known, Missing: seg.Missing})
-	}
-	ws, err := s.endpointWarnings(ctx, endpointConfig{Kind: "postback", URL: f.URL, MacroStyle: style, Preset: f.Preset, EventTypes: formEventTypes(f.EventTypes)})
-	if err != nil {
-		return p, err
-	}
-	for _, w := range ws {
-		p.Warnings = append(p.Warnings, endpointform.Warning{Code: w.Code, Message: w.Message})
-	}
-	return p, nil
 }
 
 // retryWindowFragment: GET /endpoints/retry-window?max_attempts=N

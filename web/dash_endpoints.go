@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -12,12 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
-	"github.com/hookline/hookline/worker/breaker"
-	"github.com/hookline/hookline/worker/latency"
 )
 
 // endpointsPage: GET /endpoints
@@ -149,114 +145,4 @@ func successOr(p *float64) float64 {
 		return 2
 	}
 	return *p
-}
-
-// endpointRow maps one endpoint with its health to the table's row; unsent
-// is its dead deliveries of the last 24 h that were never sent, failures
-// the cached health (from the latency histograms) does not count.
-func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
-	e, h := r.Endpoint, r.EndpointHealth
-	row := endpoints.Row{
-		ID: e.ID, Name: e.Name, Partner: r.PartnerName, PartnerID: e.PartnerID, Kind: e.Kind,
-		Host: endpointHost(e), Breaker: breakerData(e, h, now),
-		P50: h.P50Ms, P95: h.P95Ms, P99: h.P99Ms, RecentP95: h.RecentP95Ms, Samples: h.SampleCount, Failures: h.ConsecutiveFailures,
-		Queue: queue, Dead: dead,
-	}
-	row.Latency = latencyFlag(h)
-	// A row flagged by its last 10 minutes shows that figure: the 24 h
-	// ones beside it may all look fine.
-	if recent := latency.FlagFor(latency.FromMs(deref(h.RecentP95Ms)), h.RecentSampleCount, latency.MinSamples); recent != latency.FlagOK && string(recent) == row.Latency {
-		row.FlaggedByRecent = true
-	}
-	row.SuccessRate = successRate(h, unsent)
-	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
-	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
-	return row
-}
-
-// latencyFlag is an endpoint's latency badge: "" without attempts, "ok"
-// with too few to judge, else the worse of its recent and 24 h flags.
-func latencyFlag(h db.EndpointHealth) string {
-	if h.SampleCount == 0 && h.RecentSampleCount == 0 {
-		return ""
-	}
-	return string(worstFlag(h.RecentP95Ms, h.RecentSampleCount, h.P95Ms, h.SampleCount))
-}
-
-// sparkSeries folds the cached series (latency.SparkSlots slots) into half as
-// many points, each the worse of its two slots, for the table's small
-// sparklines (120 px wide: a point every 2.5 px; a thousand rows stay
-// light), with gaps (-1) where no attempt was made.
-func sparkSeries(h db.EndpointHealth) (p50, p95, p99 []float64) {
-	n := len(h.SparkCount)
-	if n == 0 || n%2 != 0 || len(h.SparkP50) != n || len(h.SparkP95) != n || len(h.SparkP99) != n {
-		return nil, nil, nil
-	}
-	m := n / 2
-	p50, p95, p99 = make([]float64, m), make([]float64, m), make([]float64, m)
-	for i := range m {
-		p50[i], p95[i], p99[i] = -1, -1, -1
-		for _, j := range []int{2 * i, 2*i + 1} {
-			if h.SparkCount[j] == 0 {
-				continue
-			}
-			p50[i] = max(p50[i], float64(h.SparkP50[j]))
-			p95[i] = max(p95[i], float64(h.SparkP95[j]))
-			p99[i] = max(p99[i], float64(h.SparkP99[j]))
-		}
-	}
-	return p50, p95, p99
-}
-
-func peak(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = max(m, x)
-	}
-	return m
-}
-
-func breakerData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.BreakerData {
-	b := components.BreakerData{State: h.State, Paused: h.Paused, Enabled: e.Enabled, DisabledReason: e.DisabledReason, Now: now}
-	b.NextProbe = nextProbeAt(h)
-	b.Budget = budgetData(e, h, now)
-	return b
-}
-
-// breakerHealth is the breaker package's view of a stored endpoint_health
-// row.
-func breakerHealth(h db.EndpointHealth) breaker.Health {
-	b := breaker.Health{State: breaker.State(h.State), ConsecutiveFailures: int(h.ConsecutiveFailures),
-		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, Paused: h.Paused}
-	if h.OpenedAt != nil {
-		b.OpenedAt = *h.OpenedAt
-	}
-	return b
-}
-
-// nextProbeAt is when the worker will probe an open breaker, nil when no
-// probe is scheduled (closed, half open, or paused by an operator).
-func nextProbeAt(h db.EndpointHealth) *time.Time {
-	if h.OpenedAt == nil { // not open, or a row no breaker transition wrote
-		return nil
-	}
-	t := breaker.DefaultPolicy().NextProbeAt(breakerHealth(h))
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-// endpointHost is what the dashboard may show of an endpoint's URL: the
-// host, never a path or query (postback queries carry click ids and payouts
-// once filled, and templates may carry partner keys).
-func endpointHost(e db.Endpoint) string {
-	if e.Kind == "postback" {
-		return postbackHostPort(e.URL)
-	}
-	u, err := url.Parse(e.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Host
 }

@@ -1,14 +1,11 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,11 +16,7 @@ import (
 	"github.com/hookline/hookline/views/events"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
-	"github.com/hookline/hookline/worker/request"
 )
-
-// eventsPageLimit is how many events one page of the log shows.
-const eventsPageLimit = 50
 
 // eventsPage: GET /events?q=&type=&partner_id=&endpoint_id=&status=&since=&until=&cursor=
 // — the event log, newest first, through the same statements as the API's
@@ -231,35 +224,6 @@ func (s *Server) eventPageView(c echo.Context) error {
 	return s.render(c, http.StatusOK, event.Page(s.meta(c, "Event "+page.ID, layout.NavEvents), page))
 }
 
-// eventDeliveries maps an event's deliveries and their attempts to the
-// event page's view, each with the request hookline sends it (the
-// dashboard's event page and the partner portal's).
-func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.DeliveryListByEventRow, attempts []db.DeliveryAttempt, partnerName func(int64) (string, error)) ([]event.Delivery, error) {
-	byDelivery := map[int64][]event.Attempt{}
-	for _, a := range attempts {
-		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
-			Class: deref(a.ErrorClass), Error: deref(a.Error), Excerpt: deref(a.ResponseExcerpt)}
-		if a.StatusCode != nil {
-			at.StatusCode = int(*a.StatusCode)
-		}
-		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
-	}
-	out := make([]event.Delivery, 0, len(dels))
-	for _, d := range dels {
-		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
-			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
-		if d.Status == "pending" || d.Status == "failed" {
-			t := d.NextAttemptAt
-			dv.NextAttemptAt = &t
-		}
-		if err := s.eventRequest(c, ev, &dv, partnerName); err != nil {
-			return nil, err
-		}
-		out = append(out, dv)
-	}
-	return out, nil
-}
-
 // filteredEndpoints are the endpoints that take ev's type but whose payload
 // filter, as saved now, rejects its payload (so fan-out made no delivery).
 func (s *Server) filteredEndpoints(ctx context.Context, ev db.Event) ([]event.FilteredEndpoint, error) {
@@ -277,37 +241,6 @@ func (s *Server) filteredEndpoints(ctx context.Context, ev db.Event) ([]event.Fi
 		out = append(out, event.FilteredEndpoint{ID: r.ID, Name: r.Name, Partner: r.PartnerName, Filter: f.String()})
 	}
 	return out, nil
-}
-
-// eventRequest fills in a delivery's partner and the request hookline sends
-// it: built by worker/request from the endpoint as saved now (its secrets
-// opened with the server's key), the event, and the last attempt's number
-// and time (the first attempt's, at the event's time, when none was made),
-// shown redacted, so no custom header value or secret appears.
-func (s *Server) eventRequest(c echo.Context, ev db.Event, d *event.Delivery, partnerName func(int64) (string, error)) error {
-	ctx := c.Request().Context()
-	cfg, keys, err := s.savedTestFireConfig(ctx, d.EndpointID)
-	if err != nil {
-		return err
-	}
-	if d.Partner, err = partnerName(cfg.PartnerID); err != nil {
-		return err
-	}
-	no, at := 1, ev.CreatedAt
-	d.RequestNote = "Not sent yet: the first attempt as built from the endpoint's current settings and secrets."
-	if n := len(d.Attempts); n > 0 {
-		last := d.Attempts[n-1]
-		no, at = int(last.No), last.At
-		d.RequestNote = "Attempt #" + strconv.Itoa(no) + ", signed for its start at " + at.UTC().Format(time.RFC3339) + ", as built from the endpoint's current settings and secrets."
-	}
-	req, err := testFireRequest(cfg, keys, request.Event{ID: ev.ID.String(), Type: ev.Type, Payload: ev.Payload, Attempt: no}, at)
-	if err != nil {
-		d.RequestNote = "No request can be built: " + err.Error()
-		return nil
-	}
-	v := req.Redacted("hookline/" + s.cfg.Version)
-	d.Request, d.Curl = v.String(), v.Curl()
-	return nil
 }
 
 // eventNotFound is the 404 page of an unknown event id, offering the search.
@@ -338,13 +271,4 @@ func (s *Server) deliveryResendForm(c echo.Context) error {
 	}
 	s.addFlash(c, layout.FlashSuccess, "Delivery queued again: it is sent with the same webhook-id, through the breaker and the rate limit.")
 	return redirectAfterPost(c, back)
-}
-
-// prettyJSON indents a stored payload for reading.
-func prettyJSON(b []byte) string {
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return string(b)
-	}
-	return out.String()
 }

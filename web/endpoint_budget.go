@@ -4,15 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/components"
-	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/worker/budget"
 	"github.com/hookline/hookline/worker/notify"
 )
@@ -122,32 +117,4 @@ func queueNotification(ctx context.Context, q *db.Queries, k notify.Kind, endpoi
 		return fmt.Errorf("queue notification: %w", err)
 	}
 	return nil
-}
-
-// endpointEnable: POST /endpoints/:id/enable (operator) — enables a
-// disabled endpoint again, as the edit form's checkbox does (audited, the
-// budget starts afresh, the held deliveries flow).
-func (s *Server) endpointEnable(c echo.Context) error {
-	id, err := pathID(c, "endpoint")
-	if err != nil {
-		return err
-	}
-	_, problems, err := s.editEndpoint(c.Request().Context(), id, principalOf(c).actor(),
-		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
-			in := inputFromEndpoint(cur)
-			on := true
-			in.Enabled = &on
-			return in, nil, nil
-		})
-	if err != nil {
-		return err
-	}
-	if len(problems) > 0 {
-		return conflict("", fmt.Sprintf("the endpoint's settings need fixing first (%s: %s): use Edit", problems[0].Field, problems[0].Message))
-	}
-	if !isHTMX(c) {
-		s.addFlash(c, layout.FlashSuccess, "Endpoint enabled: its queued deliveries are being sent.")
-		return c.Redirect(http.StatusSeeOther, "/endpoints/"+strconv.FormatInt(id, 10))
-	}
-	return s.renderHealth(c, id)
 }

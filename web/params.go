@@ -110,3 +110,12 @@ func pathID(c echo.Context, what string) (int64, error) {
 	}
 	return id, nil
 }
+
+// parseLocalTime reads a datetime-local input (interpreted as UTC) or RFC 3339.
+func parseLocalTime(v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Parse("2006-01-02T15:04", v)
+}

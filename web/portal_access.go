@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gorilla/sessions"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
@@ -68,109 +67,6 @@ func (s *Server) portalTitle() string {
 		return t
 	}
 	return "Delivery portal"
-}
-
-// portalLink creates a sign-in link for a partner, audited as actor, and
-// returns its URL (on base, the scheme and host) and expiry. An unknown
-// partner is a 404, an archived one a 409.
-func (s *Server) portalLink(ctx context.Context, partnerID int64, base, actor string) (string, time.Time, error) {
-	ttl := s.cfg.Portal.LinkTTL
-	if ttl <= 0 {
-		ttl = defaultPortalLinkTTL
-	}
-	token := account.RandomToken(32)
-	var link db.PortalLinkCreateRow
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		p, err := q.PartnerGet(ctx, partnerID)
-		if err != nil {
-			return missing(err, "partner")
-		}
-		if p.ArchivedAt != nil {
-			return conflict("", "the partner is archived; unarchive it to give it portal access")
-		}
-		link, err = q.PortalLinkCreate(ctx, db.PortalLinkCreateParams{
-			PartnerID: partnerID, TokenHash: hashSessionID(token), CreatedBy: actor, ExpiresAt: s.now().Add(ttl)})
-		if db.NoRows(err) {
-			return conflict("", "the partner is archived; unarchive it to give it portal access")
-		}
-		if err != nil {
-			return err
-		}
-		return audit(ctx, q, actor, "portal.link_create", "partner", partnerID,
-			map[string]any{"link_id": link.ID, "expires_at": link.ExpiresAt.UTC().Format(time.RFC3339)})
-	})
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	return strings.TrimSuffix(base, "/") + portalPath + "/signin?token=" + token, link.ExpiresAt, nil
-}
-
-// publicBase is the scheme and host a link starts with: the configured
-// public URL, else the address this request reached.
-func (s *Server) publicBase(c echo.Context) string {
-	if s.cfg.Portal.PublicURL != "" {
-		return s.cfg.Portal.PublicURL
-	}
-	scheme := "http"
-	if s.secureRequest(c.Request()) {
-		scheme = "https"
-	}
-	return scheme + "://" + c.Request().Host
-}
-
-// revokePortal ends every session and unused link of a partner, in the
-// caller's transaction (q), and reports how many.
-func revokePortal(ctx context.Context, q *db.Queries, partnerID int64) (sessions, links int64, err error) {
-	if sessions, err = q.PortalSessionRevokeAll(ctx, partnerID); err != nil {
-		return 0, 0, err
-	}
-	if links, err = q.PortalLinkRevokeAll(ctx, partnerID); err != nil {
-		return 0, 0, err
-	}
-	return sessions, links, nil
-}
-
-// apiPortalLinkCreate: POST /api/v1/partners/:id/portal-links → 201
-// {url, expires_at}. A producer's backend calls it and redirects its
-// customer to url.
-func (s *Server) apiPortalLinkCreate(c echo.Context) error {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return err
-	}
-	u, exp, err := s.portalLink(c.Request().Context(), id, s.publicBase(c), apiKeyOf(c).actor())
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, map[string]any{"url": u, "expires_at": exp})
-}
-
-// apiPortalSessionsRevoke: DELETE /api/v1/partners/:id/portal-sessions —
-// ends every portal session of the partner and revokes its unused links.
-func (s *Server) apiPortalSessionsRevoke(c echo.Context) error {
-	id, err := pathID(c, "partner")
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var sess, links int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if _, err := q.PartnerGet(ctx, id); err != nil {
-			return missing(err, "partner")
-		}
-		if sess, links, err = revokePortal(ctx, q, id); err != nil {
-			return err
-		}
-		return audit(ctx, q, apiKeyOf(c).actor(), "portal.revoke_all", "partner", id,
-			map[string]any{"sessions": sess, "links": links})
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"revoked_sessions": sess, "revoked_links": links})
 }
 
 // portalSignInPage: GET /portal/signin?token= and GET /portal/links/:token —

@@ -168,7 +168,7 @@ func TestStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.run(ctx) }()
-	clk.step(0) // taken once the stream has read its start time
+	clk.step(0)    // taken once the stream has read its start time
 	for range 15 { // 1.5 s of simulated time
 		clk.step(100 * time.Millisecond)
 	}
