@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -94,15 +95,15 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 func (s *Server) endpointData(ctx context.Context) ([]db.EndpointListWithHealthRow, map[int64]int64, map[int64]int64, error) {
 	rows, err := s.q.EndpointListWithHealth(ctx, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("list endpoints: %w", err)
 	}
 	qd, err := s.q.EndpointQueueDepths(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("queue depths: %w", err)
 	}
 	dd, err := s.q.EndpointDeadCounts(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("dead-letter counts: %w", err)
 	}
 	queues := make(map[int64]int64, len(qd))
 	for _, r := range qd {
