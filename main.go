@@ -993,6 +993,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	rate := fs.Int("rate", 0, "instead of the drain: queue this many events per second for -duration while the worker delivers them, and report their latencies")
 	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post (after a warm-up of a fifth of it, at most 2s)")
 	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
+	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
 	return func() (runFunc, error) {
 		if *rate != 0 {
 			for _, f := range []struct {
@@ -1011,7 +1012,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				_, err := bench.Steady(ctx, bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Spread: *spread, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}, std.out)
 				return err

@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,10 @@ type Options struct {
 	// passes (so the same deliveries are queued), to measure what
 	// evaluating filters at fan-out costs ingest.
 	Filter bool
+	// Spread subscribes each endpoint to its own event type
+	// (conversion.<i>), so that an event queued with eventType(i) goes to
+	// endpoint i only.
+	Spread bool
 	// CPUProfile, when set, receives a pprof CPU profile of the worker
 	// phase alone.
 	CPUProfile io.Writer
@@ -372,10 +377,14 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 		if o.Filter {
 			flt = []byte(benchFilter(i))
 		}
+		types := []string{}
+		if o.Spread {
+			types = []string{eventType(i)}
+		}
 		e, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
 			Filter:    flt,
 			PartnerID: p.ID, Name: fmt.Sprint("ep", i), Kind: "webhook", URL: fmt.Sprintf("%s/ep%d", rcv.url, i),
-			Method: "POST", EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 15000,
+			Method: "POST", EventTypes: types, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 15000,
 			MaxInFlight: int32(max(8, 2*o.Concurrency/o.Endpoints)), FailureThreshold: 10, Enabled: true,
 		})
 		if err != nil {
@@ -404,7 +413,7 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	for done := 0; done < events; done += 1000 {
 		n := min(1000, events-done)
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := ingest(ctx, q.WithTx(tx), &cache, n, payload)
+			_, err := ingest(ctx, q.WithTx(tx), &cache, n, payload, nil)
 			return err
 		})
 		if err != nil {
@@ -423,12 +432,20 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 // batch, the endpoints' filters evaluated in Go, the fan-out batch), and
 // returns the events' ids. The caller commits, and notifies the workers
 // when they run meanwhile.
-func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, payload []byte) ([]uuid.UUID, error) {
+//
+// typeOf names the i-th event's type; nil gives every event the one type
+// all endpoints of a fan-out bench take.
+func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string) ([]uuid.UUID, error) {
 	ids := make([]uuid.UUID, n)
+	types := make([]string, n)
 	ev := make([]db.EventInsertBatchParams, n)
 	for i := range n {
 		ids[i], _ = uuid.NewV7()
-		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: "conversion.approved", Payload: payload}
+		types[i] = "conversion.approved"
+		if typeOf != nil {
+			types[i] = typeOf(i)
+		}
+		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: types[i], Payload: payload}
 	}
 	var berr error
 	qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
@@ -449,12 +466,15 @@ func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, pay
 	}
 	fan := make([]db.DeliveryFanOutBatchParams, n)
 	for i := range n {
-		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: "conversion.approved",
+		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: types[i],
 			ExcludedEndpointIds: filter.Rejecting(filters, payload)}
 	}
 	qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
 	return ids, berr
 }
+
+// eventType is the event type endpoint i alone takes in a spread bench.
+func eventType(i int) string { return "conversion." + strconv.Itoa(i) }
 
 // warmUp drains a small queue with hookline's worker, untimed, and empties
 // the tables again. The first phase on a fresh cluster pays for what later

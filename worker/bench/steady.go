@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,8 +43,11 @@ type SteadyOptions struct {
 	Duration time.Duration // measured posting time (required)
 	// Warmup is posted at the same rate before the measured window and
 	// left out of every figure (default a fifth of Duration, at most 2 s).
-	Warmup        time.Duration
-	Endpoints     int // endpoints every event fans out to (default 100)
+	Warmup    time.Duration
+	Endpoints int // endpoints every event fans out to (default 100)
+	// Spread sends each event to one endpoint, in turn, instead of to
+	// every endpoint: deliveries per second equal events per second.
+	Spread        bool
 	Batch         int // events per ingest transaction (default 10)
 	Concurrency   int // the worker's sends in flight (default 256)
 	PayloadBytes  int // event payload size (default 512)
@@ -241,12 +245,16 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key, nil)
 	payload := makePayload(o.PayloadBytes)
-	if err := seed(ctx, pool, box, rcv, Options{Endpoints: o.Endpoints, Concurrency: o.Concurrency}); err != nil {
+	if err := seed(ctx, pool, box, rcv, Options{Endpoints: o.Endpoints, Concurrency: o.Concurrency, Spread: o.Spread}); err != nil {
 		return r, err
 	}
 
-	fmt.Fprintf(out, "steady rate %d events/s × %d endpoints for %s (after a %s warm-up), batches of %d, payload %d B, receiver answers after %s\n",
-		o.Rate, o.Endpoints, o.Duration, o.Warmup, o.Batch, len(payload), o.ReceiverDelay)
+	fanout, each := o.Endpoints, "×"
+	if o.Spread {
+		fanout, each = 1, "spread over"
+	}
+	fmt.Fprintf(out, "steady rate %d events/s %s %d endpoints for %s (after a %s warm-up), batches of %d, payload %d B, receiver answers after %s\n",
+		o.Rate, each, o.Endpoints, o.Duration, o.Warmup, o.Batch, len(payload), o.ReceiverDelay)
 
 	w, err := worker.New(worker.Config{
 		Pool: pool, Box: box, Guard: guard, UserAgent: "hookline/bench",
@@ -269,7 +277,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 	postedAt := time.Now()
 	r.WarmupEvents, r.Events, r.Window = warm, len(measured.ids), window.end.Sub(window.start)
-	r.Deliveries = r.Events * o.Endpoints
+	r.Deliveries = r.Events * fanout
 	r.AchievedRate = float64(r.Events) / r.Window.Seconds()
 	if len(measured.backlog) > 0 {
 		r.BacklogFirst, r.BacklogLast = measured.backlog[0], measured.backlog[len(measured.backlog)-1]
@@ -281,7 +289,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 
 	// Wait until every delivery queued (warm-up included) is recorded.
-	target := int64(warm+r.Events) * int64(o.Endpoints)
+	target := int64(warm+r.Events) * int64(fanout)
 	deadline := time.Now().Add(10*time.Minute + o.Duration)
 	secAt, secCount := time.Now(), rcv.count.Load()
 	for {
@@ -350,7 +358,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 
 	fmt.Fprintf(out, "  events queued       %8d  (%d deliveries; %d more events in the warm-up)\n", r.Events, r.Deliveries, r.WarmupEvents)
-	fmt.Fprintf(out, "  achieved rate       %8.0f events/s  (%.0f deliveries/s; asked %d)\n", r.AchievedRate, r.AchievedRate*float64(o.Endpoints), o.Rate)
+	fmt.Fprintf(out, "  achieved rate       %8.0f events/s  (%.0f deliveries/s; asked %d)\n", r.AchievedRate, r.AchievedRate*float64(fanout), o.Rate)
 	fmt.Fprintf(out, "  enqueue → 1st attempt  %s\n", r.EnqueueToAttempt)
 	fmt.Fprintf(out, "    of which after the commit returned  %s\n", r.CommitToAttempt)
 	fmt.Fprintf(out, "  ingest → receipt       %s\n", r.IngestToReceipt)
@@ -360,7 +368,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 			rises++
 		}
 	}
-	r.BacklogGrew = backlogGrew(r.Backlog, o.Rate*o.Endpoints)
+	r.BacklogGrew = backlogGrew(r.Backlog, o.Rate*fanout)
 	grew := fmt.Sprintf("rose in %d of %d seconds: ", rises, max(len(r.Backlog)-1, 0))
 	if r.BacklogGrew {
 		grew += "GREW, the worker fell behind this rate"
@@ -392,6 +400,13 @@ type paced struct {
 // burst later, so the achieved rate falls instead of the spacing.
 func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte, sent func() int64) (m paced, warm int, window struct{ start, end time.Time }, err error) {
 	interval := time.Duration(float64(time.Second) * float64(o.Batch) / float64(o.Rate))
+	// With Spread, events take the endpoints' types in turn, across
+	// batches.
+	var typeOf func(int) string
+	if o.Spread {
+		var next atomic.Int64
+		typeOf = func(int) string { return eventType(int(next.Add(1)-1) % o.Endpoints) }
+	}
 	m.committed = map[uuid.UUID]time.Time{}
 	q := db.New(pool)
 	var cache filter.Cache
@@ -469,7 +484,7 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ids, err := ingestBatch(ctx, pool, q, &cache, o.Batch, payload)
+			ids, err := ingestBatch(ctx, pool, q, &cache, o.Batch, payload, typeOf)
 			at := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
@@ -527,12 +542,12 @@ func cmpErr(prev, err error) error {
 // ingestBatch stores n events and their fan-out in one transaction with
 // the statements POST /api/v1/events/batch runs (web's storeEvents: the
 // insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
-func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *filter.Cache, n int, payload []byte) ([]uuid.UUID, error) {
+func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *filter.Cache, n int, payload []byte, typeOf func(int) string) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		qt := q.WithTx(tx)
 		var err error
-		if ids, err = ingest(ctx, qt, cache, n, payload); err != nil {
+		if ids, err = ingest(ctx, qt, cache, n, payload, typeOf); err != nil {
 			return err
 		}
 		return qt.EventNotify(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestSteadySmall runs the steady-rate mode briefly: every event queued in
@@ -61,6 +62,36 @@ func TestSteadySmall(t *testing.T) {
 }
 
 // TestPercentiles uses the nearest rank.
+// TestSteadySpread: with Spread each event makes one delivery, and the
+// endpoints take them in turn.
+func TestSteadySpread(t *testing.T) {
+	url := dbtest.URL(t)
+	var out bytes.Buffer
+	r, err := Steady(context.Background(), SteadyOptions{
+		Rate: 100, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: url,
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if r.Events == 0 || r.Deliveries != r.Events || r.Delivered != r.Events {
+		t.Fatalf("events %d, deliveries %d, delivered %d", r.Events, r.Deliveries, r.Delivered)
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var endpoints, fewest, most int
+	if err := pool.QueryRow(context.Background(), `
+		SELECT count(*), min(n), max(n) FROM (SELECT count(*) AS n FROM deliveries GROUP BY endpoint_id) c`).Scan(&endpoints, &fewest, &most); err != nil {
+		t.Fatal(err)
+	}
+	if endpoints != 4 || most-fewest > 1 {
+		t.Fatalf("deliveries over %d endpoints, %d to %d each; want 4 taking turns", endpoints, fewest, most)
+	}
+}
+
 func TestPercentiles(t *testing.T) {
 	var d []time.Duration
 	for i := 100; i >= 1; i-- {
