@@ -13,14 +13,47 @@ import (
 // render writes a templ component: rendered into a buffer first, so a
 // render error becomes a proper error page instead of half a 200.
 func (s *Server) render(c echo.Context, status int, comp templ.Component) error {
-	var buf bytes.Buffer
-	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+	buf := getRenderBuffer()
+	defer putRenderBuffer(buf)
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	h.Set("Cache-Control", "no-store")
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers keeps a few of render's buffers between requests. The
+// endpoints page with a thousand endpoints is megabytes of HTML; growing a
+// fresh buffer to that size for every request spent more time zeroing and
+// faulting in new memory than rendering. A channel rather than a sync.Pool:
+// a pool is emptied by every other garbage collection, and a page this size
+// causes one.
+var renderBuffers = make(chan *bytes.Buffer, 4)
+
+// maxPooledBuffer bounds what is kept: a rare huge page is not worth
+// holding on to.
+const maxPooledBuffer = 16 << 20
+
+func getRenderBuffer() *bytes.Buffer {
+	select {
+	case b := <-renderBuffers:
+		return b
+	default:
+		return new(bytes.Buffer)
+	}
+}
+
+func putRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	select {
+	case renderBuffers <- b:
+	default:
+	}
 }
 
 // meta is the page shell's view model for the request's user.

@@ -54,7 +54,7 @@ func TestSteadySmall(t *testing.T) {
 	if len(r.Backlog) == 0 || len(r.Sends) == 0 || r.SendsMax <= 0 || r.SendsMin > r.SendsMax {
 		t.Fatalf("backlog samples %v, sends each second %v (min %d, max %d)", r.Backlog, r.Sends, r.SendsMin, r.SendsMax)
 	}
-	for _, want := range []string{"events queued", "achieved rate", "enqueue → 1st attempt", "ingest → receipt", "backlog", "sent each second", "drained"} {
+	for _, want := range []string{"events queued", "achieved rate", "enqueue → 1st attempt", "ingest: created_at", "ingest → receipt", "backlog", "sent each second", "drained"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
