@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ func (s *Server) endpointsTableFragment(c echo.Context) error {
 
 func filterOf(c echo.Context) endpoints.Filter {
 	f := endpoints.Filter{Q: strings.TrimSpace(c.QueryParam("q")), Show: c.QueryParam("show"), Sort: c.QueryParam("sort")}
+	if n, err := strconv.Atoi(c.QueryParam("page")); err == nil && n > 1 {
+		f.Page = n
+	}
 	switch f.Show {
 	case "", "slow", "open", "disabled":
 	default:
@@ -67,8 +71,10 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 	}
 	t := endpoints.Table{Filter: f, Total: len(rows), Now: now, CanOperate: principalOf(c).can(account.RoleOperator)}
 	q := strings.ToLower(f.Q)
+	health := make(map[int64]db.EndpointHealth, len(rows))
 	for _, r := range rows {
-		row := endpointRow(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], unsent[r.Endpoint.ID].Dead, now)
+		row := endpointRowBrief(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], unsent[r.Endpoint.ID].Dead, now)
+		health[row.ID] = r.EndpointHealth
 		if q != "" && !strings.Contains(strings.ToLower(row.Name), q) && !strings.Contains(strings.ToLower(row.Partner), q) && !strings.Contains(strings.ToLower(row.Host), q) {
 			continue
 		}
@@ -89,6 +95,17 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 		t.Rows = append(t.Rows, row)
 	}
 	sortRows(t.Rows, f.Sort)
+	// Only the page's rows are shown, so only they get their sparklines:
+	// folding a thousand endpoints' series costs more than the page.
+	t.Matched = len(t.Rows)
+	if t.Filter.Page > t.Pages() {
+		t.Filter.Page = t.Pages()
+	}
+	from := t.First() - 1
+	t.Rows = t.Rows[from:min(from+endpoints.PageSize, len(t.Rows))]
+	for i := range t.Rows {
+		withSparklines(&t.Rows[i], health[t.Rows[i].ID])
+	}
 	return t, nil
 }
 

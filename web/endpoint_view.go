@@ -91,7 +91,9 @@ func (s *Server) secretsPanel(ctx context.Context, id int64, canOperate bool) (e
 // endpointRow maps one endpoint with its health to the table's row; unsent
 // is its dead deliveries of the last 24 h that were never sent, failures
 // the cached health (from the latency histograms) does not count.
-func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
+// endpointRowBrief is an endpoint's table row without its sparklines: what
+// search, filters and sorting need.
+func endpointRowBrief(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
 	e, h := r.Endpoint, r.EndpointHealth
 	row := endpoints.Row{
 		ID: e.ID, Name: e.Name, Partner: r.PartnerName, PartnerID: e.PartnerID, Kind: e.Kind,
@@ -106,9 +108,20 @@ func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now 
 		row.FlaggedByRecent = true
 	}
 	row.SuccessRate = successRate(h, unsent)
+	return row
+}
+
+// endpointRow is an endpoint's table row with its sparklines.
+func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
+	row := endpointRowBrief(r, queue, dead, unsent, now)
+	withSparklines(&row, r.EndpointHealth)
+	return row
+}
+
+// withSparklines adds the row's sparklines from the cached series.
+func withSparklines(row *endpoints.Row, h db.EndpointHealth) {
 	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
 	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
-	return row
 }
 
 // endpointHost is what the dashboard may show of an endpoint's URL: the

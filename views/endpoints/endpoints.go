@@ -14,11 +14,16 @@ import (
 // TableID is the live-refreshed fragment.
 const TableID = "endpoints-table"
 
-// Filter is the table's query: search text, which endpoints, and the order.
+// PageSize is the rows a page of the table shows.
+const PageSize = 100
+
+// Filter is the table's query: search text, which endpoints, the order and
+// the page.
 type Filter struct {
 	Q    string // name, partner or host contains
 	Show string // "" (all) | "slow" | "open" | "disabled"
 	Sort string // "name" | "p95" | "failures" | "dead" | "queue"
+	Page int    // 1-based; 0 is the first
 }
 
 // Query is the filter as a query string, for links and the live refresh.
@@ -33,14 +38,20 @@ func (f Filter) Query() string {
 	if f.Sort != "" && f.Sort != "name" {
 		v.Set("sort", f.Sort)
 	}
+	if f.Page > 1 {
+		v.Set("page", strconv.Itoa(f.Page))
+	}
 	if len(v) == 0 {
 		return ""
 	}
 	return "?" + v.Encode()
 }
 
-// With returns f with another sort order.
-func (f Filter) With(sort string) Filter { f.Sort = sort; return f }
+// With returns f with another sort order, from its first page.
+func (f Filter) With(sort string) Filter { f.Sort, f.Page = sort, 0; return f }
+
+// AtPage returns f showing page n.
+func (f Filter) AtPage(n int) Filter { f.Page = n; return f }
 
 // Row is one endpoint.
 type Row struct {
@@ -73,11 +84,18 @@ type Row struct {
 // Table is the fragment's view model.
 type Table struct {
 	Filter     Filter
-	Rows       []Row
-	Total      int // endpoints before filtering
+	Rows       []Row // the page's rows
+	Matched    int   // endpoints the search and filter match, on every page
+	Total      int   // endpoints before filtering
 	Now        time.Time
 	CanOperate bool
 }
+
+// First is the 1-based position of the page's first row.
+func (t Table) First() int { return (max(t.Filter.Page, 1)-1)*PageSize + 1 }
+
+// Pages is the number of pages the matched endpoints fill.
+func (t Table) Pages() int { return max(1, (t.Matched+PageSize-1)/PageSize) }
 
 func rowClass(r Row) string {
 	switch {
