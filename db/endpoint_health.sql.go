@@ -134,7 +134,7 @@ func (q *Queries) EndpointHealthCreate(ctx context.Context, endpointID int64) er
 }
 
 const endpointHealthGetForUpdate = `-- name: EndpointHealthGetForUpdate :one
-SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, spark_start, spark_p50, spark_p95, spark_p99, spark_count, stats_refreshed_at, updated_at, ok_count, failed_deliveries, first_failed_at, budget_warned FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
+SELECT endpoint_id, state, consecutive_failures, opened_at, cooldown_seconds, paused, paused_until, probe_delivery_id, last_success_at, last_failure_at, p50_ms, p95_ms, p99_ms, sample_count, recent_p95_ms, recent_sample_count, stats_refreshed_at, updated_at, ok_count, failed_deliveries, first_failed_at, budget_warned FROM endpoint_health WHERE endpoint_id = $1 FOR UPDATE
 `
 
 // Locks one endpoint's breaker for an operator action.
@@ -158,11 +158,6 @@ func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int
 		&i.SampleCount,
 		&i.RecentP95Ms,
 		&i.RecentSampleCount,
-		&i.SparkStart,
-		&i.SparkP50,
-		&i.SparkP95,
-		&i.SparkP99,
-		&i.SparkCount,
 		&i.StatsRefreshedAt,
 		&i.UpdatedAt,
 		&i.OkCount,
@@ -174,7 +169,7 @@ func (q *Queries) EndpointHealthGetForUpdate(ctx context.Context, endpointID int
 }
 
 const endpointHealthLock = `-- name: EndpointHealthLock :many
-SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.spark_start, h.spark_p50, h.spark_p95, h.spark_p99, h.spark_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
+SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
 FROM endpoint_health h
 JOIN endpoints e ON e.id = h.endpoint_id
 WHERE h.endpoint_id = ANY($1::bigint[])
@@ -199,11 +194,6 @@ type EndpointHealthLockRow struct {
 	SampleCount          int64
 	RecentP95Ms          *float64
 	RecentSampleCount    int64
-	SparkStart           *time.Time
-	SparkP50             []float32
-	SparkP95             []float32
-	SparkP99             []float32
-	SparkCount           []int32
 	StatsRefreshedAt     *time.Time
 	UpdatedAt            time.Time
 	OkCount              int64
@@ -245,11 +235,6 @@ func (q *Queries) EndpointHealthLock(ctx context.Context, endpointIds []int64) (
 			&i.SampleCount,
 			&i.RecentP95Ms,
 			&i.RecentSampleCount,
-			&i.SparkStart,
-			&i.SparkP50,
-			&i.SparkP95,
-			&i.SparkP99,
-			&i.SparkCount,
 			&i.StatsRefreshedAt,
 			&i.UpdatedAt,
 			&i.OkCount,
@@ -389,49 +374,6 @@ func (q *Queries) EndpointHealthSetLatency(ctx context.Context, arg EndpointHeal
 		arg.RecentP95sMs,
 		arg.RecentSampleCounts,
 	)
-	return err
-}
-
-const endpointHealthSetSparklines = `-- name: EndpointHealthSetSparklines :exec
-WITH active AS (
-    SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = $2::int AND bucket_start >= $1::timestamptz
-),
-series AS (
-    SELECT a.endpoint_id,
-           array_agg(coalesce(l.p50_ms, 0)::real ORDER BY g.slot) AS p50,
-           array_agg(coalesce(l.p95_ms, 0)::real ORDER BY g.slot) AS p95,
-           array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
-           array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
-    FROM active a
-    CROSS JOIN generate_series($1::timestamptz,
-                               $1::timestamptz + make_interval(secs => $2::int * ($3::int - 1)),
-                               make_interval(secs => $2::int)) AS g (slot)
-    LEFT JOIN latency_histograms l
-           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = $2::int AND l.bucket_start = g.slot
-    GROUP BY a.endpoint_id
-)
-UPDATE endpoint_health h
-SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE $1::timestamptz END,
-    spark_p50 = s.p50, spark_p95 = s.p95, spark_p99 = s.p99, spark_count = s.counts
-FROM endpoint_health h2
-LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id
-WHERE h.endpoint_id = h2.endpoint_id
-  AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL)
-`
-
-type EndpointHealthSetSparklinesParams struct {
-	Start       time.Time
-	StepSeconds int32
-	Slots       int32
-}
-
-// Rebuilds every endpoint's sparkline (@slots slots of @step_seconds from
-// start, latency.SparkSlots and latency.SparkStep) from the histograms of
-// that resolution, in one statement; endpoints without data in the window
-// lose theirs.
-func (q *Queries) EndpointHealthSetSparklines(ctx context.Context, arg EndpointHealthSetSparklinesParams) error {
-	_, err := q.db.Exec(ctx, endpointHealthSetSparklines, arg.Start, arg.StepSeconds, arg.Slots)
 	return err
 }
 

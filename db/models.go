@@ -115,11 +115,6 @@ type EndpointHealth struct {
 	SampleCount         int64
 	RecentP95Ms         *float64
 	RecentSampleCount   int64
-	SparkStart          *time.Time
-	SparkP50            []float32
-	SparkP95            []float32
-	SparkP99            []float32
-	SparkCount          []int32
 	StatsRefreshedAt    *time.Time
 	UpdatedAt           time.Time
 	OkCount             int64
@@ -134,6 +129,15 @@ type EndpointSecret struct {
 	Ciphertext []byte
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time
+}
+
+type EndpointSparkline struct {
+	EndpointID int64
+	Start      time.Time
+	P50        []float32
+	P95        []float32
+	P99        []float32
+	Counts     []int32
 }
 
 type Event struct {

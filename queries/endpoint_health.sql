@@ -126,34 +126,3 @@ UPDATE endpoint_health
 SET p50_ms = NULL, p95_ms = NULL, p99_ms = NULL, sample_count = 0, ok_count = 0,
     recent_p95_ms = NULL, recent_sample_count = 0, stats_refreshed_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE (sample_count > 0 OR recent_sample_count > 0) AND NOT (endpoint_id = ANY(@keep_ids::bigint[]));
-
--- name: EndpointHealthSetSparklines :exec
--- Rebuilds every endpoint's sparkline (@slots slots of @step_seconds from
--- start, latency.SparkSlots and latency.SparkStep) from the histograms of
--- that resolution, in one statement; endpoints without data in the window
--- lose theirs.
-WITH active AS (
-    SELECT DISTINCT endpoint_id FROM latency_histograms
-    WHERE resolution_seconds = sqlc.arg(step_seconds)::int AND bucket_start >= sqlc.arg(start)::timestamptz
-),
-series AS (
-    SELECT a.endpoint_id,
-           array_agg(coalesce(l.p50_ms, 0)::real ORDER BY g.slot) AS p50,
-           array_agg(coalesce(l.p95_ms, 0)::real ORDER BY g.slot) AS p95,
-           array_agg(coalesce(l.p99_ms, 0)::real ORDER BY g.slot) AS p99,
-           array_agg(coalesce(l.count, 0)::int ORDER BY g.slot) AS counts
-    FROM active a
-    CROSS JOIN generate_series(sqlc.arg(start)::timestamptz,
-                               sqlc.arg(start)::timestamptz + make_interval(secs => sqlc.arg(step_seconds)::int * (sqlc.arg(slots)::int - 1)),
-                               make_interval(secs => sqlc.arg(step_seconds)::int)) AS g (slot)
-    LEFT JOIN latency_histograms l
-           ON l.endpoint_id = a.endpoint_id AND l.resolution_seconds = sqlc.arg(step_seconds)::int AND l.bucket_start = g.slot
-    GROUP BY a.endpoint_id
-)
-UPDATE endpoint_health h
-SET spark_start = CASE WHEN s.endpoint_id IS NULL THEN NULL ELSE sqlc.arg(start)::timestamptz END,
-    spark_p50 = s.p50, spark_p95 = s.p95, spark_p99 = s.p99, spark_count = s.counts
-FROM endpoint_health h2
-LEFT JOIN series s ON s.endpoint_id = h2.endpoint_id
-WHERE h.endpoint_id = h2.endpoint_id
-  AND (s.endpoint_id IS NOT NULL OR h.spark_start IS NOT NULL);

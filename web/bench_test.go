@@ -27,15 +27,16 @@ func seedEndpoints(b testing.TB, env *testEnv, n int) {
 		b.Fatal(err)
 	}
 	_, err = env.pool.Exec(ctx, `
-		INSERT INTO endpoint_health (endpoint_id, p50_ms, p95_ms, p99_ms, sample_count, ok_count, recent_p95_ms, recent_sample_count,
-		                             spark_start, spark_p50, spark_p95, spark_p99, spark_count, state)
+		INSERT INTO endpoint_health (endpoint_id, p50_ms, p95_ms, p99_ms, sample_count, ok_count, recent_p95_ms, recent_sample_count, state)
 		SELECT id, 40 + id % 50, 200 + id % 900, 400 + id % 3000, 5000, 4900, 210 + id % 4000, 200,
-		       now() - interval '24 hours',
+		       CASE WHEN id % 50 = 0 THEN 'open' ELSE 'closed' END
+		FROM endpoints;
+		INSERT INTO endpoint_sparklines (endpoint_id, start, p50, p95, p99, counts)
+		SELECT id, now() - interval '24 hours',
 		       (SELECT array_agg((30 + (id * g) % 70)::real) FROM generate_series(1, 96) g),
 		       (SELECT array_agg((150 + (id * g) % 900)::real) FROM generate_series(1, 96) g),
 		       (SELECT array_agg((300 + (id * g) % 3000)::real) FROM generate_series(1, 96) g),
-		       (SELECT array_agg(CASE WHEN g % 17 = 0 THEN 0 ELSE 50 END) FROM generate_series(1, 96) g),
-		       CASE WHEN id % 50 = 0 THEN 'open' ELSE 'closed' END
+		       (SELECT array_agg(CASE WHEN g % 17 = 0 THEN 0 ELSE 50 END) FROM generate_series(1, 96) g)
 		FROM endpoints`)
 	if err != nil {
 		b.Fatal(err)

@@ -63,7 +63,8 @@ func TestBrowserDashboard(t *testing.T) {
 		}
 		var n int
 		if err := env.pool.QueryRow(context.Background(), `SELECT count(*) FROM endpoint_health
-			WHERE recent_sample_count > 0 AND sample_count > 0 AND spark_start IS NOT NULL`).Scan(&n); err != nil {
+			WHERE recent_sample_count > 0 AND sample_count > 0
+			  AND endpoint_id IN (SELECT endpoint_id FROM endpoint_sparklines)`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n == 4 {

@@ -71,10 +71,8 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 	}
 	t := endpoints.Table{Filter: f, Total: len(rows), Now: now, CanOperate: principalOf(c).can(account.RoleOperator)}
 	q := strings.ToLower(f.Q)
-	health := make(map[int64]db.EndpointHealth, len(rows))
 	for _, r := range rows {
-		row := endpointRowBrief(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], unsent[r.Endpoint.ID].Dead, now)
-		health[row.ID] = r.EndpointHealth
+		row := endpointRow(r, queues[r.Endpoint.ID], dead[r.Endpoint.ID], unsent[r.Endpoint.ID].Dead, now)
 		if q != "" && !strings.Contains(strings.ToLower(row.Name), q) && !strings.Contains(strings.ToLower(row.Partner), q) && !strings.Contains(strings.ToLower(row.Host), q) {
 			continue
 		}
@@ -96,15 +94,16 @@ func (s *Server) endpointsTable(c echo.Context) (endpoints.Table, error) {
 	}
 	sortRows(t.Rows, f.Sort)
 	// Only the page's rows are shown, so only they get their sparklines:
-	// folding a thousand endpoints' series costs more than the page.
+	// reading and folding a thousand endpoints' series costs more than the
+	// page.
 	t.Matched = len(t.Rows)
 	if t.Filter.Page > t.Pages() {
 		t.Filter.Page = t.Pages()
 	}
 	from := t.First() - 1
 	t.Rows = t.Rows[from:min(from+endpoints.PageSize, len(t.Rows))]
-	for i := range t.Rows {
-		withSparklines(&t.Rows[i], health[t.Rows[i].ID])
+	if err := s.withSparklinesOf(ctx, t.Rows); err != nil {
+		return endpoints.Table{}, err
 	}
 	return t, nil
 }

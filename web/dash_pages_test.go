@@ -32,11 +32,11 @@ func TestEndpointsPage(t *testing.T) {
 		return "{" + strings.Join(vals, ",") + "}"
 	}
 	counts := "{" + strings.Repeat("5,", 95) + "5}"
-	env.exec(`UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
-		spark_count = $3, p50_ms = 40, p95_ms = 80, p99_ms = 120, sample_count = 480, ok_count = 470 WHERE endpoint_id = $1`, fast, spark(80), counts)
-	env.exec(`UPDATE endpoint_health SET spark_start = now() - interval '24 hours', spark_p50 = $2, spark_p95 = $2, spark_p99 = $2,
-		spark_count = $3, p95_ms = 900, sample_count = 480, ok_count = 400, recent_p95_ms = 6100, recent_sample_count = 30,
-		state = 'open', opened_at = now(), consecutive_failures = 10 WHERE endpoint_id = $1`, slow, spark(900), counts)
+	env.exec(`INSERT INTO endpoint_sparklines (endpoint_id, start, p50, p95, p99, counts)
+		VALUES ($1, now() - interval '24 hours', $2, $2, $2, $3), ($4, now() - interval '24 hours', $5, $5, $5, $3)`, fast, spark(80), counts, slow, spark(900))
+	env.exec(`UPDATE endpoint_health SET p50_ms = 40, p95_ms = 80, p99_ms = 120, sample_count = 480, ok_count = 470 WHERE endpoint_id = $1`, fast)
+	env.exec(`UPDATE endpoint_health SET p95_ms = 900, sample_count = 480, ok_count = 400, recent_p95_ms = 6100, recent_sample_count = 30,
+		state = 'open', opened_at = now(), consecutive_failures = 10 WHERE endpoint_id = $1`, slow)
 	b := env.signIn(base, "v@example.com", "viewer")
 	_, doc := b.get("/endpoints")
 	rows := testid(doc, "endpoint-row")
@@ -253,5 +253,61 @@ func TestOverviewPage(t *testing.T) {
 	// event log.
 	if href, _ := testid(doc, "alerts").Find(fmt.Sprintf(`a[href^="/events?endpoint_id=%d&"]`, ep.ID)).Attr("href"); !strings.Contains(href, "status=dead") {
 		t.Fatal("the alert does not link to the endpoint's dead deliveries in the event log")
+	}
+}
+
+// TestEndpointsPaged: a long table shows a hundred rows a page, with links
+// to the others that keep its search and order; a page past the end shows
+// the last one.
+func TestEndpointsPaged(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	seedEndpoints(t, env, 250)
+	b := env.signIn(base, "v@example.com", "viewer")
+	ids := func(doc *goquery.Document) []string {
+		var out []string
+		testid(doc, "endpoint-row").Each(func(_ int, s *goquery.Selection) {
+			id, _ := s.Attr("data-endpoint-id")
+			out = append(out, id)
+		})
+		return out
+	}
+	_, doc := b.get("/endpoints?sort=p95")
+	first := ids(doc)
+	if len(first) != 100 {
+		t.Fatalf("first page has %d rows, want 100", len(first))
+	}
+	if n := doc.Find(`[data-testid=endpoint-row] [data-testid=sparkline]`).Length(); n != 300 {
+		t.Fatalf("%d sparklines on a page of 100, want 300", n)
+	}
+	next, ok := testid(doc, "endpoints-pager").Find(`a[rel=next]`).Attr("href")
+	if !ok || next != "/endpoints?page=2&sort=p95" {
+		t.Fatalf("next link %q", next)
+	}
+	if testid(doc, "endpoints-pager").Find(`a[rel=prev]`).Length() != 0 {
+		t.Fatal("the first page links a previous one")
+	}
+	_, doc = b.get("/endpoints/table?page=3&sort=p95")
+	third := ids(doc)
+	if len(third) != 50 {
+		t.Fatalf("third page has %d rows, want 50", len(third))
+	}
+	if c := testid(doc, "table-caption").Text(); !strings.Contains(c, "201–250 of 250 matching") {
+		t.Fatalf("caption %q", c)
+	}
+	_, doc = b.get("/endpoints/table?page=2&sort=p95")
+	seen := map[string]bool{}
+	for _, id := range append(append(first, ids(doc)...), third...) {
+		if seen[id] {
+			t.Fatalf("endpoint %s on two pages", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 250 {
+		t.Fatalf("%d endpoints over three pages, want 250", len(seen))
+	}
+	_, doc = b.get("/endpoints/table?page=9&sort=p95")
+	if got := ids(doc); len(got) != 50 || got[0] != third[0] {
+		t.Fatal("a page past the end does not show the last page")
 	}
 }

@@ -91,9 +91,9 @@ func (s *Server) secretsPanel(ctx context.Context, id int64, canOperate bool) (e
 // endpointRow maps one endpoint with its health to the table's row; unsent
 // is its dead deliveries of the last 24 h that were never sent, failures
 // the cached health (from the latency histograms) does not count.
-// endpointRowBrief is an endpoint's table row without its sparklines: what
-// search, filters and sorting need.
-func endpointRowBrief(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
+// endpointRow is an endpoint's table row without its sparklines (see
+// withSparklinesOf): what search, filters and sorting need.
+func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
 	e, h := r.Endpoint, r.EndpointHealth
 	row := endpoints.Row{
 		ID: e.ID, Name: e.Name, Partner: r.PartnerName, PartnerID: e.PartnerID, Kind: e.Kind,
@@ -111,17 +111,30 @@ func endpointRowBrief(r db.EndpointListWithHealthRow, queue, dead, unsent int64,
 	return row
 }
 
-// endpointRow is an endpoint's table row with its sparklines.
-func endpointRow(r db.EndpointListWithHealthRow, queue, dead, unsent int64, now time.Time) endpoints.Row {
-	row := endpointRowBrief(r, queue, dead, unsent, now)
-	withSparklines(&row, r.EndpointHealth)
-	return row
+// withSparklines adds the row's sparklines from the cached series.
+func withSparklines(row *endpoints.Row, sp db.EndpointSparkline) {
+	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(sp)
+	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
 }
 
-// withSparklines adds the row's sparklines from the cached series.
-func withSparklines(row *endpoints.Row, h db.EndpointHealth) {
-	row.Spark50, row.Spark95, row.Spark99 = sparkSeries(h)
-	row.MaxMs = max(peak(row.Spark99), peak(row.Spark95), peak(row.Spark50))
+// withSparklinesOf adds their sparklines to rows, read in one query.
+func (s *Server) withSparklinesOf(ctx context.Context, rows []endpoints.Row) error {
+	ids := make([]int64, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	series, err := s.q.EndpointSparklines(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("load sparklines: %w", err)
+	}
+	byID := make(map[int64]db.EndpointSparkline, len(series))
+	for _, sp := range series {
+		byID[sp.EndpointID] = sp
+	}
+	for i := range rows {
+		withSparklines(&rows[i], byID[rows[i].ID])
+	}
+	return nil
 }
 
 // endpointHost is what the dashboard may show of an endpoint's URL: the
@@ -151,9 +164,9 @@ func latencyFlag(h db.EndpointHealth) string {
 // many points, each the worse of its two slots, for the table's small
 // sparklines (120 px wide: a point every 2.5 px; a thousand rows stay
 // light), with gaps (-1) where no attempt was made.
-func sparkSeries(h db.EndpointHealth) (p50, p95, p99 []float64) {
-	n := len(h.SparkCount)
-	if n == 0 || n%2 != 0 || len(h.SparkP50) != n || len(h.SparkP95) != n || len(h.SparkP99) != n {
+func sparkSeries(h db.EndpointSparkline) (p50, p95, p99 []float64) {
+	n := len(h.Counts)
+	if n == 0 || n%2 != 0 || len(h.P50) != n || len(h.P95) != n || len(h.P99) != n {
 		return nil, nil, nil
 	}
 	m := n / 2
@@ -161,12 +174,12 @@ func sparkSeries(h db.EndpointHealth) (p50, p95, p99 []float64) {
 	for i := range m {
 		p50[i], p95[i], p99[i] = -1, -1, -1
 		for _, j := range []int{2 * i, 2*i + 1} {
-			if h.SparkCount[j] == 0 {
+			if h.Counts[j] == 0 {
 				continue
 			}
-			p50[i] = max(p50[i], float64(h.SparkP50[j]))
-			p95[i] = max(p95[i], float64(h.SparkP95[j]))
-			p99[i] = max(p99[i], float64(h.SparkP99[j]))
+			p50[i] = max(p50[i], float64(h.P50[j]))
+			p95[i] = max(p95[i], float64(h.P95[j]))
+			p99[i] = max(p99[i], float64(h.P99[j]))
 		}
 	}
 	return p50, p95, p99

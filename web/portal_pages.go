@@ -79,6 +79,9 @@ func (s *Server) portalHome(c echo.Context) error {
 		}
 		h.Rows = append(h.Rows, endpointRow(db.EndpointListWithHealthRow(r), queue[id], dead[id], unsent[id].Dead, now))
 	}
+	if err := s.withSparklinesOf(ctx, h.Rows); err != nil {
+		return err
+	}
 	return s.render(c, http.StatusOK, portal.HomePage(s.portalMeta(c, "Endpoints", portal.NavEndpoints), h))
 }
 

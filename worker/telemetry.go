@@ -239,7 +239,7 @@ func (w *Worker) refreshHealth(ctx context.Context) error {
 		if err := q.EndpointHealthClearLatency(ctx, db.EndpointHealthClearLatencyParams{Now: w.dbNow(), KeepIds: ids}); err != nil {
 			return fmt.Errorf("clear latency: %w", err)
 		}
-		if err := q.EndpointHealthSetSparklines(ctx, db.EndpointHealthSetSparklinesParams{
+		if err := q.EndpointSparklinesRebuild(ctx, db.EndpointSparklinesRebuildParams{
 			Start: latency.SparkStart(now), StepSeconds: int32(latency.SparkStep / time.Second), Slots: latency.SparkSlots,
 		}); err != nil {
 			return fmt.Errorf("sparklines: %w", err)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/worker/latency"
 )
 
 // TestPercentilesMatchPercentileCont: P50/P95/P99 cached in endpoint_health
@@ -64,11 +66,12 @@ func TestPercentilesMatchPercentileCont(t *testing.T) {
 		}
 	}
 	// The sparkline has the attempts in its last slots.
-	if len(h.SparkP95) != 96 || h.SparkStart == nil {
-		t.Fatalf("sparkline %d points", len(h.SparkP95))
+	spark, err := e.q.EndpointSparklines(ctx, []int64{epID})
+	if err != nil || len(spark) != 1 || len(spark[0].P95) != latency.SparkSlots {
+		t.Fatalf("sparkline %+v, %v", spark, err)
 	}
 	total := 0
-	for _, n := range h.SparkCount {
+	for _, n := range spark[0].Counts {
 		total += int(n)
 	}
 	if total != 400 {

@@ -23,50 +23,56 @@ var errNeedKey = errors.New("custom header values stored in plain text must be s
 
 func sealHeaders(box *secretbox.Box) *goose.Migration {
 	return goose.NewGoMigration(sealHeadersVersion, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id FOR UPDATE`)
-		if err != nil {
-			return fmt.Errorf("read stored headers: %w", err)
-		}
-		type stored struct {
-			id      int64
-			headers json.RawMessage
-		}
-		var plain []stored
-		for rows.Next() {
-			var r stored
-			if err := rows.Scan(&r.id, &r.headers); err != nil {
-				rows.Close()
-				return err
-			}
-			isPlain, err := secretbox.Plaintext(r.headers)
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("endpoint %d: %w", r.id, err)
-			}
-			if isPlain {
-				plain = append(plain, r)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		return sealPlaintextHeaders(ctx, tx, box)
+	}}, nil)
+}
+
+// sealPlaintextHeaders seals every endpoint's custom header values stored in
+// plain text, in tx. Without a box it fails only if there is any.
+func sealPlaintextHeaders(ctx context.Context, tx *sql.Tx, box *secretbox.Box) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, headers FROM endpoints WHERE headers <> '{}'::jsonb ORDER BY id FOR UPDATE`)
+	if err != nil {
+		return fmt.Errorf("read stored headers: %w", err)
+	}
+	type stored struct {
+		id      int64
+		headers json.RawMessage
+	}
+	var plain []stored
+	for rows.Next() {
+		var r stored
+		if err := rows.Scan(&r.id, &r.headers); err != nil {
+			rows.Close()
 			return err
 		}
-		if len(plain) > 0 && box == nil {
-			return errNeedKey
+		isPlain, err := secretbox.Plaintext(r.headers)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("endpoint %d: %w", r.id, err)
 		}
-		for _, r := range plain {
-			values, err := box.OpenHeaders(r.id, r.headers)
-			if err != nil {
-				return fmt.Errorf("endpoint %d: %w", r.id, err)
-			}
-			sealed, err := box.SealHeaders(r.id, values)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET headers = $2 WHERE id = $1`, r.id, sealed); err != nil {
-				return fmt.Errorf("endpoint %d: %w", r.id, err)
-			}
+		if isPlain {
+			plain = append(plain, r)
 		}
-		return nil
-	}}, nil)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(plain) > 0 && box == nil {
+		return errNeedKey
+	}
+	for _, r := range plain {
+		values, err := box.OpenHeaders(r.id, r.headers)
+		if err != nil {
+			return fmt.Errorf("endpoint %d: %w", r.id, err)
+		}
+		sealed, err := box.SealHeaders(r.id, values)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET headers = $2 WHERE id = $1`, r.id, sealed); err != nil {
+			return fmt.Errorf("endpoint %d: %w", r.id, err)
+		}
+	}
+	return nil
 }

@@ -180,7 +180,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	var took []time.Duration
 	took = append(took, waitFor(t, "sparklines for every endpoint", start, promise+slack, func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM endpoint_health WHERE spark_p95 IS NOT NULL AND endpoint_id = ANY($1)`,
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM endpoint_sparklines WHERE endpoint_id = ANY($1)`,
 			[]int64{ids[demo.AcmeOrders], ids[demo.AcmeInvoices], ids[demo.ClickwaveKeitaro], ids[demo.LegacyCRM]}).Scan(&n)
 		return err == nil && n == 4
 	}))
