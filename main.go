@@ -994,6 +994,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post (after a warm-up of a fifth of it, at most 2s)")
 	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
+	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
 	return func() (runFunc, error) {
 		if *rate != 0 {
 			for _, f := range []struct {
@@ -1007,12 +1008,15 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			if *duration <= 0 {
 				return nil, fmt.Errorf("--duration %s: want a positive duration", *duration)
 			}
+			if *soak < 0 || *soak > *duration {
+				return nil, fmt.Errorf("--soak %s: want an interval within --duration", *soak)
+			}
 			if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
 				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				_, err := bench.Steady(ctx, bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Spread: *spread, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}, std.out)
 				return err

@@ -58,6 +58,10 @@ type SteadyOptions struct {
 	Ingesters   int
 	DatabaseURL string // as Options.DatabaseURL
 	Logger      *slog.Logger
+	// Soak, when set, makes the run a soak: figures are reported for every
+	// Soak of the window (see soak.go) and no per-delivery state is kept
+	// in this process, whose memory is part of what a soak watches.
+	Soak time.Duration
 }
 
 // Percentiles of a latency distribution.
@@ -119,6 +123,8 @@ type SteadyReport struct {
 	// quarters of the seconds (a queue that swings with the machine's
 	// load and comes back is not growing).
 	BacklogGrew bool
+	// Intervals is a soak's report, one entry per SteadyOptions.Soak.
+	Intervals []SoakInterval
 	// Sends counts the requests that reached the receiver in each second
 	// of the window (warm-up deliveries included): the worker's throughput
 	// second by second.
@@ -161,6 +167,9 @@ type arrivals struct {
 }
 
 func (a *arrivals) add(id, path string, t time.Time) {
+	if a == nil { // a soak keeps no per-delivery state
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := id + " " + path
@@ -237,7 +246,10 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		return r, err
 	}
 
-	arr := &arrivals{at: map[string]time.Time{}}
+	var arr *arrivals
+	if o.Soak == 0 {
+		arr = &arrivals{at: map[string]time.Time{}}
+	}
 	rcv, err := newTimingReceiver(o.ReceiverDelay, arr)
 	if err != nil {
 		return r, err
@@ -274,12 +286,19 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		<-workerDone
 	}()
 
+	var soak *soakSampler
+	if o.Soak > 0 {
+		soak = startSoakSampler(ctx, pool, o.Soak, time.Now().Add(o.Warmup), rcv.count.Load)
+	}
 	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
+	if soak != nil {
+		soak.stop()
+	}
 	if err != nil {
 		return r, err
 	}
 	postedAt := time.Now()
-	r.WarmupEvents, r.Events, r.Window = warm, len(measured.ids), window.end.Sub(window.start)
+	r.WarmupEvents, r.Events, r.Window = warm, measured.events, window.end.Sub(window.start)
 	r.Deliveries = r.Events * fanout
 	r.AchievedRate = float64(r.Events) / r.Window.Seconds()
 	if len(measured.backlog) > 0 {
@@ -323,6 +342,9 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		}
 	}
 	r.Drain = time.Since(postedAt)
+	if soak != nil {
+		return r, soak.report(ctx, pool, &r, window.start, out)
+	}
 
 	rows, err := pool.Query(ctx, `
 		SELECT d.event_id, e.name, ev.created_at, min(a.started_at)
@@ -397,7 +419,8 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 }
 
 type paced struct {
-	ids       []uuid.UUID             // events queued in the measured window
+	events    int                     // events queued in the measured window
+	ids       []uuid.UUID             // the events (not kept by a soak)
 	committed map[uuid.UUID]time.Time // when each one's transaction returned
 	backlog   []int                   // undelivered deliveries, each second of the window
 	sends     []int                   // requests that reached the receiver in each second of it
@@ -503,9 +526,12 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 				return
 			}
 			if measuredBatch {
-				m.ids = append(m.ids, ids...)
-				for _, id := range ids {
-					m.committed[id] = at
+				m.events += len(ids)
+				if o.Soak == 0 {
+					m.ids = append(m.ids, ids...)
+					for _, id := range ids {
+						m.committed[id] = at
+					}
 				}
 				if at.After(lastCommit) {
 					lastCommit = at

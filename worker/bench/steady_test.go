@@ -92,6 +92,32 @@ func TestSteadySpread(t *testing.T) {
 	}
 }
 
+// TestSoakSmall: a soak reports every interval's throughput, latencies,
+// table sizes and memory, and keeps no per-delivery state.
+func TestSoakSmall(t *testing.T) {
+	var out bytes.Buffer
+	r, err := Steady(context.Background(), SteadyOptions{
+		Rate: 100, Duration: 3 * time.Second, Warmup: 200 * time.Millisecond, Soak: time.Second,
+		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: dbtest.URL(t),
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	if len(r.Intervals) < 2 || len(r.Intervals) > 3 {
+		t.Fatalf("%d intervals in a 3 s soak reported every second", len(r.Intervals))
+	}
+	for i, iv := range r.Intervals {
+		if iv.Sent <= 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
+			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 {
+			t.Fatalf("interval %d: %+v", i, iv)
+		}
+	}
+	if !strings.Contains(out.String(), "last ÷ first interval") {
+		t.Fatalf("no comparison of the last interval with the first:\n%s", out.String())
+	}
+}
+
 func TestPercentiles(t *testing.T) {
 	var d []time.Duration
 	for i := 100; i >= 1; i-- {

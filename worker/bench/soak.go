@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A soak is a steady-rate run long enough to show drift: it reports, for
+// every interval of the window, the deliveries sent, the enqueue-to-attempt
+// percentiles of the events created in it, the size of the tables that grow
+// with traffic (with their indexes and TOAST), and this process's resident
+// memory. A healthy soak is flat: the last interval's throughput and p99
+// within 10 % of the first's, table sizes growing by what the traffic adds
+// and no more, RSS level.
+
+// soakTables are the tables whose size a soak watches.
+var soakTables = []string{"events", "deliveries", "delivery_attempts", "endpoint_health", "latency_histograms"}
+
+// SoakInterval is one interval of a soak.
+type SoakInterval struct {
+	Offset     time.Duration    // from the window's start
+	Deliveries int              // deliveries of the events created in it
+	Sent       int              // requests that reached the receiver in it
+	Enqueue    Percentiles      // enqueue to first attempt, for its events
+	TableBytes map[string]int64 // soakTables' total sizes at its end
+	RSS        int64            // this process's resident memory at its end
+}
+
+// soakSampler records table sizes, RSS and requests sent at every interval.
+type soakSampler struct {
+	every time.Duration
+	mu    sync.Mutex
+	got   []SoakInterval
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Duration, start time.Time, sent func() int64) *soakSampler {
+	s := &soakSampler{every: every, done: make(chan struct{})}
+	s.wg.Go(func() {
+		select {
+		case <-time.After(time.Until(start)):
+		case <-s.done:
+			return
+		}
+		prev := sent()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for k := 1; ; k++ {
+			select {
+			case <-t.C:
+			case <-s.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+			n := sent()
+			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
+			prev = n
+			for _, table := range soakTables {
+				var b int64
+				if err := pool.QueryRow(ctx, "SELECT pg_total_relation_size($1::regclass)", table).Scan(&b); err == nil {
+					iv.TableBytes[table] = b
+				}
+			}
+			s.mu.Lock()
+			s.got = append(s.got, iv)
+			s.mu.Unlock()
+		}
+	})
+	return s
+}
+
+func (s *soakSampler) stop() {
+	close(s.done)
+	s.wg.Wait()
+}
+
+// report adds each interval's latencies, read from the database once
+// everything is delivered, and writes the soak's table.
+func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyReport, start time.Time, out io.Writer) error {
+	s.mu.Lock()
+	got := s.got
+	s.mu.Unlock()
+	rows, err := pool.Query(ctx, `
+		SELECT k, count(*),
+		       percentile_disc(0.5) WITHIN GROUP (ORDER BY ms),
+		       percentile_disc(0.95) WITHIN GROUP (ORDER BY ms),
+		       percentile_disc(0.99) WITHIN GROUP (ORDER BY ms),
+		       max(ms)
+		FROM (SELECT floor(extract(epoch FROM ev.created_at - $1::timestamptz) / $2)::int AS k,
+		             extract(epoch FROM a.started_at - ev.created_at)::float8 * 1000 AS ms
+		      FROM events ev
+		      JOIN deliveries d ON d.event_id = ev.id
+		      JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt_no = 1
+		      WHERE ev.created_at >= $1) x
+		GROUP BY k ORDER BY k`, start, s.every.Seconds())
+	if err != nil {
+		return err
+	}
+	byK := map[int]Percentiles{}
+	for rows.Next() {
+		var k, n int
+		var p50, p95, p99, most float64
+		if err := rows.Scan(&k, &n, &p50, &p95, &p99, &most); err != nil {
+			rows.Close()
+			return err
+		}
+		byK[k] = Percentiles{Count: n, P50: msDuration(p50), P95: msDuration(p95), P99: msDuration(p99), Max: msDuration(most)}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range got {
+		got[i].Enqueue = byK[i]
+		got[i].Deliveries = byK[i].Count
+		r.Delivered += byK[i].Count
+	}
+	r.Intervals = got
+
+	fmt.Fprintf(out, "  events queued       %8d  (%d deliveries; %d more events in the warm-up)\n", r.Events, r.Deliveries, r.WarmupEvents)
+	fmt.Fprintf(out, "  achieved rate       %8.0f events/s  (asked %d)\n", r.AchievedRate, r.Rate)
+	fmt.Fprintf(out, "  every %s: requests sent, enqueue → 1st attempt of the events created in it, table sizes (with indexes) and RSS at its end\n", s.every)
+	fmt.Fprintf(out, "  %8s %9s %9s %9s %9s", "at", "sent/s", "p50", "p99", "max")
+	for _, t := range soakTables {
+		fmt.Fprintf(out, " %12s", shortTable(t))
+	}
+	fmt.Fprintf(out, " %9s\n", "RSS")
+	for _, iv := range got {
+		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
+			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max))
+		for _, t := range soakTables {
+			fmt.Fprintf(out, " %12s", mib(iv.TableBytes[t]))
+		}
+		fmt.Fprintf(out, " %9s\n", mib(iv.RSS))
+	}
+	if len(got) >= 2 {
+		first, last := got[0], got[len(got)-1]
+		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, RSS %s\n",
+			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)), ratio(float64(last.RSS), float64(first.RSS)))
+	}
+	fmt.Fprintf(out, "  drained %.1f s after the last post\n", r.Drain.Seconds())
+	return nil
+}
+
+func shortTable(t string) string {
+	return strings.NewReplacer("delivery_attempts", "attempts", "latency_histograms", "histograms", "endpoint_health", "health").Replace(t)
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func msText(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// rss is this process's resident memory in bytes (Linux), 0 when unknown.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
