@@ -12,35 +12,45 @@ import (
 	"github.com/google/uuid"
 )
 
-const deadLetterReplayCluster = `-- name: DeadLetterReplayCluster :many
+const deadLetterReplay = `-- name: DeadLetterReplay :many
 UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+SET status = 'pending', next_attempt_at = coalesce($1::timestamptz, now()), dead_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
+    replayed_at = coalesce($1::timestamptz, now())
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = $1
-  AND coalesce(d.last_error_class, '') = $2::text
-  AND coalesce(d.last_status_code, 0) = $3::int
-  AND d.dead_at >= $4::timestamptz
+  AND ($2::bigint[] IS NULL OR d.id = ANY($2::bigint[]))
+  AND ($3::bigint IS NULL OR d.endpoint_id = $3::bigint)
+  AND ($4::text IS NULL OR coalesce(d.last_error_class, '') = $4::text)
+  AND ($5::int IS NULL OR coalesce(d.last_status_code, 0) = $5::int)
+  AND d.dead_at >= coalesce($6::timestamptz, '-infinity')
 RETURNING d.id, d.replayed_at
 `
 
-type DeadLetterReplayClusterParams struct {
-	EndpointID int64
-	ErrorClass string
-	StatusCode int32
-	Since      time.Time
+type DeadLetterReplayParams struct {
+	Now        *time.Time
+	Ids        []int64
+	EndpointID *int64
+	ErrorClass *string
+	StatusCode *int32
+	Since      *time.Time
 }
 
-type DeadLetterReplayClusterRow struct {
+type DeadLetterReplayRow struct {
 	ID         int64
 	ReplayedAt *time.Time
 }
 
-// Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
-func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterReplayClusterParams) ([]DeadLetterReplayClusterRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayCluster,
+// Replays dead deliveries, chosen by id, by cluster (endpoint, error class
+// and status code) or by endpoint, dead since a time: each gets a fresh
+// attempt budget (attempt numbers keep counting, so the attempt log stays
+// unambiguous), is due now and goes through the breaker and rate limit like
+// any delivery. Only dead rows change; the same event id (webhook-id) is
+// sent again.
+func (q *Queries) DeadLetterReplay(ctx context.Context, arg DeadLetterReplayParams) ([]DeadLetterReplayRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterReplay,
+		arg.Now,
+		arg.Ids,
 		arg.EndpointID,
 		arg.ErrorClass,
 		arg.StatusCode,
@@ -50,91 +60,9 @@ func (q *Queries) DeadLetterReplayCluster(ctx context.Context, arg DeadLetterRep
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DeadLetterReplayClusterRow{}
+	items := []DeadLetterReplayRow{}
 	for rows.Next() {
-		var i DeadLetterReplayClusterRow
-		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deadLetterReplayEndpoint = `-- name: DeadLetterReplayEndpoint :many
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = $1
-  AND d.dead_at >= $2::timestamptz
-RETURNING d.id, d.replayed_at
-`
-
-type DeadLetterReplayEndpointParams struct {
-	EndpointID int64
-	Since      time.Time
-}
-
-type DeadLetterReplayEndpointRow struct {
-	ID         int64
-	ReplayedAt *time.Time
-}
-
-// Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
-func (q *Queries) DeadLetterReplayEndpoint(ctx context.Context, arg DeadLetterReplayEndpointParams) ([]DeadLetterReplayEndpointRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayEndpoint, arg.EndpointID, arg.Since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeadLetterReplayEndpointRow{}
-	for rows.Next() {
-		var i DeadLetterReplayEndpointRow
-		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deadLetterReplayIDs = `-- name: DeadLetterReplayIDs :many
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY($1::bigint[])
-RETURNING d.id, d.replayed_at
-`
-
-type DeadLetterReplayIDsRow struct {
-	ID         int64
-	ReplayedAt *time.Time
-}
-
-// Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
-// numbers keep counting, so the attempt log stays unambiguous), is due now
-// and goes through the breaker and rate limit like any delivery. Only dead
-// rows change; the same event id (webhook-id) is sent again.
-func (q *Queries) DeadLetterReplayIDs(ctx context.Context, ids []int64) ([]DeadLetterReplayIDsRow, error) {
-	rows, err := q.db.Query(ctx, deadLetterReplayIDs, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeadLetterReplayIDsRow{}
-	for rows.Next() {
-		var i DeadLetterReplayIDsRow
+		var i DeadLetterReplayRow
 		if err := rows.Scan(&i.ID, &i.ReplayedAt); err != nil {
 			return nil, err
 		}

@@ -72,43 +72,24 @@ FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.id = @id AND d.status <> 'in_flight'
 RETURNING d.id, d.status;
 
--- name: DeadLetterReplayIDs :many
--- Replays chosen dead deliveries: each gets a fresh attempt budget (attempt
--- numbers keep counting, so the attempt log stays unambiguous), is due now
--- and goes through the breaker and rate limit like any delivery. Only dead
--- rows change; the same event id (webhook-id) is sent again.
+-- name: DeadLetterReplay :many
+-- Replays dead deliveries, chosen by id, by cluster (endpoint, error class
+-- and status code) or by endpoint, dead since a time: each gets a fresh
+-- attempt budget (attempt numbers keep counting, so the attempt log stays
+-- unambiguous), is due now and goes through the breaker and rate limit like
+-- any delivery. Only dead rows change; the same event id (webhook-id) is
+-- sent again.
 UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
+SET status = 'pending', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), dead_at = NULL,
     max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead' AND d.id = ANY(@ids::bigint[])
-RETURNING d.id, d.replayed_at;
-
--- name: DeadLetterReplayCluster :many
--- Replays every dead delivery of one cluster since a time, as DeadLetterReplayIDs does.
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
+    replayed_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM endpoints e
 WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = @endpoint_id
-  AND coalesce(d.last_error_class, '') = @error_class::text
-  AND coalesce(d.last_status_code, 0) = @status_code::int
-  AND d.dead_at >= @since::timestamptz
-RETURNING d.id, d.replayed_at;
-
--- name: DeadLetterReplayEndpoint :many
--- Replays every dead delivery of an endpoint since a time, as DeadLetterReplayIDs does.
-UPDATE deliveries d
-SET status = 'pending', next_attempt_at = now(), dead_at = NULL,
-    max_attempts = d.attempt_count + e.max_attempts, replay_count = d.replay_count + 1,
-    replayed_at = now()
-FROM endpoints e
-WHERE e.id = d.endpoint_id AND d.status = 'dead'
-  AND d.endpoint_id = @endpoint_id
-  AND d.dead_at >= @since::timestamptz
+  AND (sqlc.narg('ids')::bigint[] IS NULL OR d.id = ANY(sqlc.narg('ids')::bigint[]))
+  AND (sqlc.narg('endpoint_id')::bigint IS NULL OR d.endpoint_id = sqlc.narg('endpoint_id')::bigint)
+  AND (sqlc.narg('error_class')::text IS NULL OR coalesce(d.last_error_class, '') = sqlc.narg('error_class')::text)
+  AND (sqlc.narg('status_code')::int IS NULL OR coalesce(d.last_status_code, 0) = sqlc.narg('status_code')::int)
+  AND d.dead_at >= coalesce(sqlc.narg('since')::timestamptz, '-infinity')
 RETURNING d.id, d.replayed_at;
 
 -- name: DeliveryReplayCount :one

@@ -166,26 +166,14 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		details := map[string]any{}
+		p := db.DeadLetterReplayParams{Now: s.dbNow()}
 		switch {
 		case len(sel.DeliveryIDs) > 0:
-			rows, err := q.DeadLetterReplayIDs(ctx, sel.DeliveryIDs)
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				add(r.ID, r.ReplayedAt)
-			}
+			p.Ids = sel.DeliveryIDs
 			details["delivery_ids"] = len(sel.DeliveryIDs)
 		case sel.Cluster != "":
 			k, _ := parseClusterKey(sel.Cluster)
-			rows, err := q.DeadLetterReplayCluster(ctx, db.DeadLetterReplayClusterParams{
-				EndpointID: k.EndpointID, ErrorClass: k.ErrorClass, StatusCode: k.StatusCode, Since: since})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				add(r.ID, r.ReplayedAt)
-			}
+			p.EndpointID, p.ErrorClass, p.StatusCode, p.Since = &k.EndpointID, &k.ErrorClass, &k.StatusCode, &since
 			details["cluster"] = sel.Cluster
 		default:
 			if _, err := q.EndpointGet(ctx, sel.EndpointID); err != nil {
@@ -194,14 +182,18 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 				}
 				return err
 			}
-			rows, err := q.DeadLetterReplayEndpoint(ctx, db.DeadLetterReplayEndpointParams{EndpointID: sel.EndpointID, Since: since})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				add(r.ID, r.ReplayedAt)
+			p.EndpointID = &sel.EndpointID
+			if !since.IsZero() {
+				p.Since = &since
 			}
 			details["endpoint_id"] = sel.EndpointID
+		}
+		rows, err := q.DeadLetterReplay(ctx, p)
+		if err != nil {
+			return fmt.Errorf("replay dead letters: %w", err)
+		}
+		for _, r := range rows {
+			add(r.ID, r.ReplayedAt)
 		}
 		if !since.IsZero() {
 			details["since"] = since.UTC().Format(time.RFC3339)

@@ -170,6 +170,17 @@ func (s *Server) nowPtr() *time.Time {
 	return &t
 }
 
+// dbNow is the "now" for statements that make deliveries due: nil in
+// production, so PostgreSQL's now() stamps them as ingest does and the
+// worker's claims compare them with the same clock; the injected clock in
+// tests, which inject one into the worker too.
+func (s *Server) dbNow() *time.Time {
+	if !s.injected {
+		return nil
+	}
+	return s.nowPtr()
+}
+
 func (s *Server) portalLinkRefused(c echo.Context, status int, message string) error {
 	return s.render(c, status, portal.Refused(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Sign-in link not valid"}, message))
 }

@@ -18,11 +18,18 @@ import (
 // end of the history a minute started (0 is the most recent minute).
 type profile struct {
 	// load scales the endpoint's normal traffic (nil: 1), for example down
-	// to a trickle of probes while its breaker was open.
+	// to a trickle while its breaker was open.
 	load func(age time.Duration) float64
+	// probing: the breaker was open at this age, so a probe reached the
+	// endpoint every probeEvery whatever the traffic (nil: never).
+	probing func(age time.Duration) bool
 	// attempt draws one attempt's duration and success.
 	attempt func(age time.Duration, rnd *rand.Rand) (time.Duration, bool)
 }
+
+// probeEvery is how often a probe reaches an endpoint whose breaker is open
+// in the invented history (the breaker's base cooldown).
+const probeEvery = 5 * time.Minute
 
 var (
 	ordersHistory = profile{attempt: steady(28*time.Millisecond, 0.35, 0.001)}
@@ -52,6 +59,7 @@ var (
 			}
 			return 1
 		},
+		probing: func(age time.Duration) bool { return age < 42*time.Minute },
 		attempt: func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
 			failP := 0.12
 			if age < 45*time.Minute || (age >= 3*time.Hour && age < 3*time.Hour+35*time.Minute) {
@@ -72,6 +80,7 @@ var (
 			}
 			return 1
 		},
+		probing: func(age time.Duration) bool { return age < 17*time.Minute },
 		attempt: func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
 			if age < 20*time.Minute {
 				return uniform(rnd, 8*time.Millisecond, 30*time.Millisecond), false
@@ -235,6 +244,11 @@ func history(id int64, e endpointSpec, rate float64, end time.Time, rnd *rand.Ra
 		}
 		mean := perMinute * diurnal(m) * load
 		n := int(math.Round(mean * (1 + 0.15*rnd.NormFloat64())))
+		// A trickle of traffic rounds to nothing at night; the probes
+		// come anyway.
+		if e.history.probing != nil && e.history.probing(age) && m.Minute()%int(probeEvery/time.Minute) == 0 {
+			n = max(n, 1)
+		}
 		if n <= 0 {
 			continue
 		}
