@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -260,15 +259,7 @@ func (s *Server) deliveryResendForm(c echo.Context) error {
 	if err != nil {
 		return missing(err, "delivery")
 	}
-	back := "/events/" + url.PathEscape(d.EventID.String())
-	if _, err := s.resend(ctx, id, principalOf(c).actor()); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-			s.addFlash(c, layout.FlashError, "This delivery is being sent right now; resend it once the attempt has finished.")
-			return redirectAfterPost(c, back)
-		}
-		return err
-	}
-	s.addFlash(c, layout.FlashSuccess, "Delivery queued again: it is sent with the same webhook-id, through the breaker and the rate limit.")
-	return redirectAfterPost(c, back)
+	return s.resendFromPage(c, id, principalOf(c).actor(), "/events/"+url.PathEscape(d.EventID.String()),
+		"This delivery is being sent right now; resend it once the attempt has finished.",
+		"Delivery queued again: it is sent with the same webhook-id, through the breaker and the rate limit.")
 }

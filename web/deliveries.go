@@ -4,9 +4,13 @@ package web
 
 import (
 	"context"
+	"errors"
+	"net/http"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/layout"
 	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
 )
 
 // resend makes one delivery pending again, due now, with a fresh attempt
@@ -37,4 +41,19 @@ func (s *Server) resend(ctx context.Context, id int64, actor string) (string, er
 		return q.EventNotify(ctx)
 	})
 	return status, err
+}
+
+// resendFromPage resends a delivery from a page's form and goes back to
+// back with a flash: done, or busy while the delivery is in flight.
+func (s *Server) resendFromPage(c echo.Context, id int64, actor, back, busy, done string) error {
+	if _, err := s.resend(c.Request().Context(), id, actor); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+			s.addFlash(c, layout.FlashError, busy)
+			return redirectAfterPost(c, back)
+		}
+		return err
+	}
+	s.addFlash(c, layout.FlashSuccess, done)
+	return redirectAfterPost(c, back)
 }

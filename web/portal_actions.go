@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -207,15 +206,7 @@ func (s *Server) portalResend(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	back := portalPath + "/events/" + url.PathEscape(d.EventID.String())
-	if _, err := s.resend(c.Request().Context(), d.ID, portalOf(c).actor()); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-			s.addFlash(c, layout.FlashError, "This delivery is being sent right now; send it again once the attempt has finished.")
-			return redirectAfterPost(c, back)
-		}
-		return err
-	}
-	s.addFlash(c, layout.FlashSuccess, "Queued again: it is sent with the same webhook-id in a moment.")
-	return redirectAfterPost(c, back)
+	return s.resendFromPage(c, d.ID, portalOf(c).actor(), portalPath+"/events/"+url.PathEscape(d.EventID.String()),
+		"This delivery is being sent right now; send it again once the attempt has finished.",
+		"Queued again: it is sent with the same webhook-id in a moment.")
 }

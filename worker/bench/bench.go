@@ -19,7 +19,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -32,8 +31,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/db/embedded"
-	"github.com/hookline/hookline/db/migrations"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -131,36 +128,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	o.defaults()
 	r := Report{Options: o}
 
-	dsn := o.DatabaseURL
-	postmaster := 0 // the private cluster's pid, for its CPU time
-	if dsn == "" {
-		dir, err := os.MkdirTemp("", "hlbench")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(dir)
-		fmt.Fprintln(out, "starting a private PostgreSQL (fsync on)...")
-		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Logger: o.Logger})
-		if err != nil {
-			return r, err
-		}
-		defer cluster.Stop(context.WithoutCancel(ctx))
-		dsn = cluster.URL()
-		postmaster, _ = cluster.PID()
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", int32(o.NaiveConcurrency+8), o.Logger, out)
 	if err != nil {
 		return r, err
 	}
-	cfg.MaxConns = int32(o.NaiveConcurrency + 8)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return r, err
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool); err != nil {
-		return r, err
-	}
+	defer bdb.close()
+	pool, postmaster := bdb.pool, bdb.postmaster
 
 	rcv, err := newReceiver(o.ReceiverDelay)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,8 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookline/hookline/db/embedded"
-	"github.com/hookline/hookline/db/migrations"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/ssrf"
 )
@@ -57,33 +54,12 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 	if o.Requests <= 0 {
 		o.Requests = 100
 	}
-	dsn := o.DatabaseURL
-	if dsn == "" {
-		dir := o.DataDir
-		if dir == "" {
-			d, err := os.MkdirTemp("", "hlevlog")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(d)
-			dir = d
-		}
-		fmt.Fprintf(out, "PostgreSQL in %s (fsync on)...\n", dir)
-		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Logger: o.Logger})
-		if err != nil {
-			return err
-		}
-		defer cluster.Stop(context.WithoutCancel(ctx))
-		dsn = cluster.URL()
-	}
-	pool, err := pgxpool.New(ctx, dsn)
+	bdb, err := openBenchDB(ctx, o.DatabaseURL, o.DataDir, 0, o.Logger, out)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool); err != nil {
-		return err
-	}
+	defer bdb.close()
+	pool := bdb.pool
 	var have int64
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&have); err != nil {
 		return err

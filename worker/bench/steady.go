@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,8 +25,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/db/embedded"
-	"github.com/hookline/hookline/db/migrations"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -217,34 +214,12 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		return r, errors.New("steady: rate and duration must be positive")
 	}
 
-	dsn := o.DatabaseURL
-	if dsn == "" {
-		dir, err := os.MkdirTemp("", "hlbench")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(dir)
-		fmt.Fprintln(out, "starting a private PostgreSQL (fsync on)...")
-		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Logger: o.Logger})
-		if err != nil {
-			return r, err
-		}
-		defer cluster.Stop(context.WithoutCancel(ctx))
-		dsn = cluster.URL()
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", int32(o.Ingesters+24), o.Logger, out)
 	if err != nil {
 		return r, err
 	}
-	cfg.MaxConns = int32(o.Ingesters + 24)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return r, err
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool); err != nil {
-		return r, err
-	}
+	defer bdb.close()
+	pool := bdb.pool
 
 	var arr *arrivals
 	if o.Soak == 0 {
