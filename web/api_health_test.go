@@ -99,7 +99,9 @@ func TestAPIDeadLetterClustersAndReplay(t *testing.T) {
 			t.Fatalf("replayed %d, want 5", n)
 		}
 		var pending, budget int
-		env.pool.QueryRow(context.Background(), "SELECT count(*), min(max_attempts) FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' AND dead_at IS NULL AND replay_count = 1 AND next_attempt_at <= now()", auth).Scan(&pending, &budget)
+		if err := env.pool.QueryRow(context.Background(), "SELECT count(*), min(max_attempts) FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' AND dead_at IS NULL AND replay_count = 1 AND next_attempt_at <= now()", auth).Scan(&pending, &budget); err != nil {
+			t.Fatal(err)
+		}
 		if pending != 5 || budget != 10 {
 			t.Fatalf("after replay: %d pending, budget %d (want 5, 10)", pending, budget)
 		}
@@ -125,7 +127,9 @@ func TestAPIDeadLetterClustersAndReplay(t *testing.T) {
 	})
 	t.Run("replay by ids", func(t *testing.T) {
 		var id int64
-		env.pool.QueryRow(context.Background(), "SELECT id FROM deliveries WHERE endpoint_id = $1", gone).Scan(&id)
+		if err := env.pool.QueryRow(context.Background(), "SELECT id FROM deliveries WHERE endpoint_id = $1", gone).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
 		rec := env.do(http.MethodPost, "/api/v1/dead-letters/replay", map[string]any{"delivery_ids": []int64{id, 999999}})
 		if n := decodeBody[struct{ Replayed int }](t, rec).Replayed; n != 1 {
 			t.Fatalf("replayed %d", n)
@@ -215,7 +219,9 @@ func TestAPIRotateSecret(t *testing.T) {
 		t.Fatalf("old secret expires in %s, want 1 h", d)
 	}
 	var active, expiring int
-	env.pool.QueryRow(context.Background(), "SELECT count(*) FILTER (WHERE expires_at IS NULL), count(*) FILTER (WHERE expires_at IS NOT NULL) FROM endpoint_secrets WHERE endpoint_id = $1", ep.ID).Scan(&active, &expiring)
+	if err := env.pool.QueryRow(context.Background(), "SELECT count(*) FILTER (WHERE expires_at IS NULL), count(*) FILTER (WHERE expires_at IS NOT NULL) FROM endpoint_secrets WHERE endpoint_id = $1", ep.ID).Scan(&active, &expiring); err != nil {
+		t.Fatal(err)
+	}
 	if active != 1 || expiring != 1 {
 		t.Fatalf("secrets: %d current, %d expiring", active, expiring)
 	}

@@ -191,7 +191,9 @@ func TestAPIKeysAndUsersSettings(t *testing.T) {
 			t.Fatalf("bad email: %d", res.StatusCode)
 		}
 		var adminID int64
-		env.pool.QueryRow(t.Context(), "SELECT id FROM users WHERE email = 'admin@example.com'").Scan(&adminID)
+		if err := env.pool.QueryRow(t.Context(), "SELECT id FROM users WHERE email = 'admin@example.com'").Scan(&adminID); err != nil {
+			t.Fatal(err)
+		}
 		res, doc = admin.postForm(fmt.Sprintf("/settings/users/%d/role", adminID), url.Values{"role": {"viewer"}})
 		if res.StatusCode != http.StatusConflict || !strings.Contains(testid(doc, "user-error").Text(), "last active admin") {
 			t.Fatalf("demoting the last admin: %d", res.StatusCode)

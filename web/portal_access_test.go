@@ -86,7 +86,9 @@ func TestPortalLinkAPI(t *testing.T) {
 			t.Fatalf("stored rows matching the hash: %d (%v)", stored, err)
 		}
 		var raw int
-		_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_links WHERE token_hash = $1", token).Scan(&raw)
+		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_links WHERE token_hash = $1", token).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
 		if raw != 0 {
 			t.Fatal("the raw token is stored")
 		}
@@ -146,7 +148,9 @@ func TestPortalLinkAPI(t *testing.T) {
 			t.Fatalf("GETs used the link: %d (%v)", used, err)
 		}
 		var sessions int
-		_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_sessions s JOIN portal_links l ON l.id = s.link_id WHERE l.token_hash = $1", hashSessionID(token)).Scan(&sessions)
+		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_sessions s JOIN portal_links l ON l.id = s.link_id WHERE l.token_hash = $1", hashSessionID(token)).Scan(&sessions); err != nil {
+			t.Fatal(err)
+		}
 		if sessions != 0 {
 			t.Fatalf("GETs started %d sessions", sessions)
 		}
@@ -235,7 +239,9 @@ func TestPortalLinkAPI(t *testing.T) {
 			t.Fatalf("another partner's session was revoked too: %d", res.StatusCode)
 		}
 		var n int
-		_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'portal.revoke_all'").Scan(&n)
+		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'portal.revoke_all'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		if n != 1 {
 			t.Fatalf("revoke audited %d times", n)
 		}
@@ -398,7 +404,9 @@ func TestPortalPartnerPage(t *testing.T) {
 	other := env.createPartner("Other")
 	ob := env.portalSignIn(base, other, "Other")
 	var otherSID string
-	_ = env.pool.QueryRow(t.Context(), "SELECT id::text FROM portal_sessions WHERE partner_id = $1 AND revoked_at IS NULL", other).Scan(&otherSID)
+	if err := env.pool.QueryRow(t.Context(), "SELECT id::text FROM portal_sessions WHERE partner_id = $1 AND revoked_at IS NULL", other).Scan(&otherSID); err != nil {
+		t.Fatal(err)
+	}
 	res, _ = op.postForm("/partners/"+itoa64(pid)+"/portal-sessions/"+otherSID+"/revoke", url.Values{})
 	if res.StatusCode != http.StatusNotFound {
 		t.Fatalf("revoke another partner's session: %d", res.StatusCode)

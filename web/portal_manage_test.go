@@ -52,7 +52,9 @@ func TestPortalManageEndpoints(t *testing.T) {
 	const actor = "partner Alpha (portal)"
 	endpointCount := func() int {
 		var n int
-		_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM endpoints").Scan(&n)
+		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM endpoints").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		return n
 	}
 	refused := func(t *testing.T) {
@@ -119,7 +121,9 @@ func TestPortalManageEndpoints(t *testing.T) {
 		}
 		if n := env.auditCount("user:op@example.com", "partner.portal_manage_endpoints"); n != 1 {
 			var actors string
-			_ = env.pool.QueryRow(t.Context(), "SELECT string_agg(actor, ',') FROM audit_log WHERE action = 'partner.portal_manage_endpoints'").Scan(&actors)
+			if err := env.pool.QueryRow(t.Context(), "SELECT string_agg(actor, ',') FROM audit_log WHERE action = 'partner.portal_manage_endpoints'").Scan(&actors); err != nil {
+				t.Fatal(err)
+			}
 			t.Fatalf("audited %d times (actors %q)", n, actors)
 		}
 		// The open session follows at once.
@@ -341,13 +345,17 @@ func TestPartnerAPIPortalManage(t *testing.T) {
 		t.Fatalf("stored flag %v (%v)", stored.PortalManageEndpoints, err)
 	}
 	var n int
-	_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'partner.portal_manage_endpoints' AND target_id = $1", itoa64(plain)).Scan(&n)
+	if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'partner.portal_manage_endpoints' AND target_id = $1", itoa64(plain)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 1 {
 		t.Fatalf("flag change audited %d times", n)
 	}
 	// The same value again changes nothing and audits nothing.
 	mustStatus(t, env.do(http.MethodPatch, "/api/v1/partners/"+itoa64(plain), map[string]any{"portal_manage_endpoints": true}), http.StatusOK)
-	_ = env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'partner.portal_manage_endpoints' AND target_id = $1", itoa64(plain)).Scan(&n)
+	if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'partner.portal_manage_endpoints' AND target_id = $1", itoa64(plain)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 1 {
 		t.Fatalf("an unchanged flag audited: %d", n)
 	}
