@@ -190,6 +190,20 @@ func TestAPIStatsAlerts(t *testing.T) {
 	if a := kinds["oldest_pending"]; a.Severity != "critical" {
 		t.Errorf("oldest pending alert %+v", a)
 	}
+	t.Run("deliveries held for a disabled endpoint are not late", func(t *testing.T) {
+		exec("UPDATE endpoints SET enabled = false")
+		defer exec("UPDATE endpoints SET enabled = true")
+		rec := env.do(http.MethodGet, "/api/v1/stats", nil)
+		st := decodeBody[pipelineStats](t, rec)
+		if st.Pending != 2 || st.OldestPendingSeconds != 0 {
+			t.Fatalf("with every endpoint disabled: pending %d, oldest %.0f s", st.Pending, st.OldestPendingSeconds)
+		}
+		for _, a := range st.Alerts {
+			if a.Kind == "oldest_pending" {
+				t.Fatalf("late-delivery alert for held deliveries: %+v", a)
+			}
+		}
+	})
 	a := kinds["slow_endpoints"]
 	if a.Severity != "critical" || len(a.Endpoints) != 2 || a.Endpoints[0].ID != crit || a.Endpoints[0].Latency != "critical" || a.Endpoints[1].Latency != "slow" {
 		t.Errorf("slow endpoints alert %+v", a)
