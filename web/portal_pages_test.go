@@ -157,7 +157,9 @@ func TestPortalActions(t *testing.T) {
 			t.Fatal("no resume button after pausing")
 		}
 		var paused bool
-		_ = f.env.pool.QueryRow(ctx, "SELECT paused FROM endpoint_health WHERE endpoint_id = $1", f.epA.ID).Scan(&paused)
+		if err := f.env.pool.QueryRow(ctx, "SELECT paused FROM endpoint_health WHERE endpoint_id = $1", f.epA.ID).Scan(&paused); err != nil {
+			t.Fatal(err)
+		}
 		if !paused || f.auditCount(t, "endpoint.pause") != 1 {
 			t.Fatal("not paused, or not audited as the partner")
 		}
@@ -210,7 +212,9 @@ func TestPortalActions(t *testing.T) {
 			t.Fatalf("expire twice: %d", res.StatusCode)
 		}
 		var current int64
-		_ = f.env.pool.QueryRow(ctx, "SELECT id FROM endpoint_secrets WHERE endpoint_id = $1 AND expires_at IS NULL", f.epA.ID).Scan(&current)
+		if err := f.env.pool.QueryRow(ctx, "SELECT id FROM endpoint_secrets WHERE endpoint_id = $1 AND expires_at IS NULL", f.epA.ID).Scan(&current); err != nil {
+			t.Fatal(err)
+		}
 		if res, _ := b.htmx(http.MethodPost, f.epPath("/secrets/"+strconv.FormatInt(current, 10)+"/expire"), url.Values{}); res.StatusCode != http.StatusNotFound {
 			t.Fatalf("expire the current secret: %d", res.StatusCode)
 		}
