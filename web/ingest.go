@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookline/hookline/db"
@@ -183,81 +182,104 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 }
 
 // storeEvents inserts validated events and their fan-out in one
-// transaction, filling in their results.
+// transaction, filling in their results. The transaction is pipelined
+// (db.TxPipeline): the endpoints' filters are read first, then BEGIN and the
+// inserts go in one round trip, the fan-out, NOTIFY and COMMIT in another.
+// An event is accepted only once that COMMIT has succeeded.
 func (s *Server) storeEvents(ctx context.Context, ok []validated, results []ingestResult) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		params := make([]db.EventInsertBatchParams, len(ok))
-		keys := newSearchKeySet(s.cfg.SearchKeys)
-		for i, v := range ok {
-			params[i] = db.EventInsertBatchParams{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
-			params[i].SearchKeys, params[i].SearchValues = keys.extract(v.payload)
-		}
-		inserted := make([]bool, len(ok))
-		var batchErr error
-		batchAt := 0
-		q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
-			switch {
-			case err == nil:
-				inserted[i] = true
-			case db.NoRows(err): // idempotency key used before
-			case batchErr == nil:
-				batchErr, batchAt = err, i
-			}
-		})
-		if pgErr, ok := refusedAsInput(batchErr); ok {
-			return &refusedEvent{at: batchAt, err: pgErr}
-		}
-		if batchErr != nil {
-			return fmt.Errorf("insert events: %w", batchErr)
-		}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	// Read before the transaction: a filter saved meanwhile applies from the
+	// next request, as it would had it been saved a moment later.
+	filters, err := s.endpointFilters(ctx, db.New(conn))
+	if err != nil {
+		return err
+	}
+	tx := db.NewTxPipeline(conn)
+	if err := s.storeEventsIn(ctx, tx, filters, ok, results); err != nil {
+		tx.Rollback(ctx)
+		return err
+	}
+	return nil
+}
 
-		var fan []db.DeliveryFanOutBatchParams
-		var fanIdx []int
-		var dupKeys []string
-		filters, err := s.endpointFilters(ctx, q)
+func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters []filter.Endpoint, ok []validated, results []ingestResult) error {
+	q := db.New(tx)
+	params := make([]db.EventInsertBatchParams, len(ok))
+	keys := newSearchKeySet(s.cfg.SearchKeys)
+	for i, v := range ok {
+		params[i] = db.EventInsertBatchParams{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
+		params[i].SearchKeys, params[i].SearchValues = keys.extract(v.payload)
+	}
+	inserted := make([]bool, len(ok))
+	var batchErr error
+	batchAt := 0
+	q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
+		switch {
+		case err == nil:
+			inserted[i] = true
+		case db.NoRows(err): // idempotency key used before
+		case batchErr == nil:
+			batchErr, batchAt = err, i
+		}
+	})
+	if pgErr, ok := refusedAsInput(batchErr); ok {
+		return &refusedEvent{at: batchAt, err: pgErr}
+	}
+	if batchErr != nil {
+		return fmt.Errorf("insert events: %w", batchErr)
+	}
+	if err := tx.Err(); err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+
+	var fan []db.DeliveryFanOutBatchParams
+	var fanIdx []int
+	var dupKeys []string
+	for i, v := range ok {
+		if inserted[i] {
+			fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner,
+				ExcludedEndpointIds: filter.Rejecting(filters, v.payload)})
+			fanIdx = append(fanIdx, i)
+		} else {
+			dupKeys = append(dupKeys, *v.key)
+		}
+	}
+	if len(dupKeys) == 0 && len(fan) > 0 {
+		tx.NotifyAndCommitWithNextBatch()
+	}
+	queued := 0
+	q.DeliveryFanOutBatch(ctx, fan).Query(func(j int, rows []db.DeliveryFanOutBatchRow, err error) {
 		if err != nil {
+			if batchErr == nil {
+				batchErr = err
+			}
+			return
+		}
+		v := ok[fanIdx[j]]
+		id := v.id
+		refs := make([]deliveryRef, len(rows))
+		for k, r := range rows {
+			refs[k] = deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status}
+		}
+		queued += len(rows)
+		results[v.index] = ingestResult{Status: ingestAccepted, ID: &id, Deliveries: refs}
+	})
+	if batchErr != nil {
+		return fmt.Errorf("queue deliveries: %w", batchErr)
+	}
+	if err := tx.Err(); err != nil {
+		return fmt.Errorf("queue deliveries: %w", err)
+	}
+	if len(dupKeys) > 0 {
+		if err := s.resolveDuplicates(ctx, q, ok, inserted, dupKeys, results); err != nil {
 			return err
 		}
-		for i, v := range ok {
-			if inserted[i] {
-				fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner,
-					ExcludedEndpointIds: filter.Rejecting(filters, v.payload)})
-				fanIdx = append(fanIdx, i)
-			} else {
-				dupKeys = append(dupKeys, *v.key)
-			}
-		}
-		queued := 0
-		q.DeliveryFanOutBatch(ctx, fan).Query(func(j int, rows []db.DeliveryFanOutBatchRow, err error) {
-			if err != nil {
-				if batchErr == nil {
-					batchErr = err
-				}
-				return
-			}
-			v := ok[fanIdx[j]]
-			id := v.id
-			refs := make([]deliveryRef, len(rows))
-			for k, r := range rows {
-				refs[k] = deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status}
-			}
-			queued += len(rows)
-			results[v.index] = ingestResult{Status: ingestAccepted, ID: &id, Deliveries: refs}
-		})
-		if batchErr != nil {
-			return fmt.Errorf("queue deliveries: %w", batchErr)
-		}
-		if len(dupKeys) > 0 {
-			if err := s.resolveDuplicates(ctx, q, ok, inserted, dupKeys, results); err != nil {
-				return err
-			}
-		}
-		if queued > 0 {
-			return q.EventNotify(ctx)
-		}
-		return nil
-	})
+	}
+	return tx.Commit(ctx, queued > 0)
 }
 
 // endpointFilters reads the payload filters of the endpoints that can

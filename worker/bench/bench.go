@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
@@ -381,12 +380,11 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (Phase, error) {
 	events := o.Deliveries / o.Endpoints
 	start := time.Now()
-	q := db.New(pool)
 	var cache filter.Cache
 	for done := 0; done < events; done += 1000 {
 		n := min(1000, events-done)
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := ingest(ctx, q.WithTx(tx), &cache, n, payload, nil)
+		err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
+			_, err := ingest(ctx, conn, &cache, n, payload, nil)
 			return err
 		})
 		if err != nil {
@@ -400,32 +398,16 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	return Phase{Count: o.Deliveries, Duration: d}, err
 }
 
-// ingest stores n events and their fan-out in tx's transaction with the
-// statements POST /api/v1/events/batch runs (web's storeEvents: the insert
-// batch, the endpoints' filters evaluated in Go, the fan-out batch), and
-// returns the events' ids. The caller commits, and notifies the workers
-// when they run meanwhile.
+// ingest stores n events and their fan-out on conn in one transaction the
+// way POST /api/v1/events/batch does (web's storeEvents): the endpoints'
+// filters read first, then BEGIN and the insert batch in one round trip,
+// the fan-out batch, NOTIFY and COMMIT in another (db.TxPipeline). It
+// returns the events' ids once committed.
 //
 // typeOf names the i-th event's type; nil gives every event the one type
 // all endpoints of a fan-out bench take.
-func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string) ([]uuid.UUID, error) {
-	ids := make([]uuid.UUID, n)
-	types := make([]string, n)
-	ev := make([]db.EventInsertBatchParams, n)
-	for i := range n {
-		ids[i], _ = uuid.NewV7()
-		types[i] = "conversion.approved"
-		if typeOf != nil {
-			types[i] = typeOf(i)
-		}
-		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: types[i], Payload: payload}
-	}
-	var berr error
-	qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
-	if berr != nil {
-		return nil, berr
-	}
-	rows, err := qt.EndpointFilters(ctx)
+func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string) ([]uuid.UUID, error) {
+	rows, err := db.New(conn).EndpointFilters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -437,13 +419,47 @@ func ingest(ctx context.Context, qt *db.Queries, cache *filter.Cache, n int, pay
 		}
 		filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
 	}
+	ids := make([]uuid.UUID, n)
+	types := make([]string, n)
+	ev := make([]db.EventInsertBatchParams, n)
+	for i := range n {
+		ids[i], _ = uuid.NewV7()
+		types[i] = "conversion.approved"
+		if typeOf != nil {
+			types[i] = typeOf(i)
+		}
+		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: types[i], Payload: payload}
+	}
+	tx := db.NewTxPipeline(conn)
+	qt := db.New(tx)
+	var berr error
+	qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
+	if berr = errors.Join(berr, tx.Err()); berr != nil {
+		tx.Rollback(ctx)
+		return nil, berr
+	}
 	fan := make([]db.DeliveryFanOutBatchParams, n)
 	for i := range n {
 		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: types[i],
 			ExcludedEndpointIds: filter.Rejecting(filters, payload)}
 	}
+	tx.NotifyAndCommitWithNextBatch()
 	qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
-	return ids, berr
+	if berr = errors.Join(berr, tx.Err()); berr != nil || !tx.Committed() {
+		tx.Rollback(ctx)
+		return nil, errors.Join(berr, tx.Commit(ctx, true))
+	}
+	return ids, nil
+}
+
+// withConn runs fn on a connection of pool's.
+func withConn(ctx context.Context, pool *pgxpool.Pool, fn func(*pgxpool.Conn) error) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return fn(conn)
 }
 
 // eventType is the event type endpoint i alone takes in a spread bench.

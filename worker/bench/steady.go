@@ -21,10 +21,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -107,6 +105,10 @@ type SteadyReport struct {
 	// EnqueueToCommit is, per event, its created_at to the return of its
 	// ingest transaction's commit: the ingest's share.
 	EnqueueToCommit Percentiles
+	// IngestCall is, per batch, the whole ingest call as its poster sees
+	// it: from the call (before the endpoints' filters are read and the
+	// transaction begins) to the commit's return.
+	IngestCall Percentiles
 	// IngestToReceipt is, per delivery, its event's created_at to the
 	// request's arrival at the receiver (first arrival per webhook-id and
 	// endpoint).
@@ -359,6 +361,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	r.EnqueueToAttempt, r.IngestToReceipt = percentiles(toAttempt), percentiles(toReceipt)
 	r.CommitToAttempt = percentiles(fromCommit)
 	r.EnqueueToCommit = percentiles(toCommit)
+	r.IngestCall = percentiles(measured.calls)
 	if r.Delivered != r.Deliveries || r.IngestToReceipt.Count != r.Deliveries {
 		return r, fmt.Errorf("steady: %d deliveries queued, %d recorded as delivered, %d matched at the receiver", r.Deliveries, r.Delivered, r.IngestToReceipt.Count)
 	}
@@ -368,6 +371,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	fmt.Fprintf(out, "  enqueue → 1st attempt  %s\n", r.EnqueueToAttempt)
 	fmt.Fprintf(out, "    ingest: created_at to the commit's return  %s\n", r.EnqueueToCommit)
 	fmt.Fprintf(out, "    worker: the commit's return to the attempt  %s\n", r.CommitToAttempt)
+	fmt.Fprintf(out, "  ingest call, each batch from the call to the commit's return  %s\n", strings.Replace(r.IngestCall.String(), "deliveries)", "batches)", 1))
 	fmt.Fprintf(out, "  ingest → receipt       %s\n", r.IngestToReceipt)
 	rises := 0
 	for i := 1; i < len(r.Backlog); i++ {
@@ -397,6 +401,7 @@ type paced struct {
 	events    int                     // events queued in the measured window
 	ids       []uuid.UUID             // the events (not kept by a soak)
 	committed map[uuid.UUID]time.Time // when each one's transaction returned
+	calls     []time.Duration         // each measured batch's ingest call, start to commit
 	backlog   []int                   // undelivered deliveries, each second of the window
 	sends     []int                   // requests that reached the receiver in each second of it
 }
@@ -416,7 +421,6 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 		typeOf = func(int) string { return eventType(int(next.Add(1)-1) % o.Endpoints) }
 	}
 	m.committed = map[uuid.UUID]time.Time{}
-	q := db.New(pool)
 	var cache filter.Cache
 	sem := make(chan struct{}, o.Ingesters)
 	var mu sync.Mutex
@@ -492,7 +496,8 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ids, err := ingestBatch(ctx, pool, q, &cache, o.Batch, payload, typeOf)
+			posted := time.Now()
+			ids, err := ingestBatch(ctx, pool, &cache, o.Batch, payload, typeOf)
 			at := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
@@ -502,6 +507,7 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 			}
 			if measuredBatch {
 				m.events += len(ids)
+				m.calls = append(m.calls, at.Sub(posted))
 				if o.Soak == 0 {
 					m.ids = append(m.ids, ids...)
 					for _, id := range ids {
@@ -553,15 +559,12 @@ func cmpErr(prev, err error) error {
 // ingestBatch stores n events and their fan-out in one transaction with
 // the statements POST /api/v1/events/batch runs (web's storeEvents: the
 // insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
-func ingestBatch(ctx context.Context, pool *pgxpool.Pool, q *db.Queries, cache *filter.Cache, n int, payload []byte, typeOf func(int) string) ([]uuid.UUID, error) {
+func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n int, payload []byte, typeOf func(int) string) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		qt := q.WithTx(tx)
+	err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
 		var err error
-		if ids, err = ingest(ctx, qt, cache, n, payload, typeOf); err != nil {
-			return err
-		}
-		return qt.EventNotify(ctx)
+		ids, err = ingest(ctx, conn, cache, n, payload, typeOf)
+		return err
 	})
 	return ids, err
 }

@@ -1,0 +1,175 @@
+package db
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TxPipeline is a DBTX for one transaction that saves round trips on the
+// ingest path: BEGIN travels with the first statement or batch sent
+// through it, and NotifyAndCommitWithNextBatch makes the wake-up NOTIFY
+// and the COMMIT travel with the next batch. So an ingest (insert the
+// events, fan them out) costs two round trips where BEGIN, the inserts,
+// the fan-out, NOTIFY and COMMIT cost five: each is a wake-up of another
+// process, which on a busy machine is most of an event's wait.
+//
+// A batch's statements run in order until one fails; PostgreSQL then skips
+// the rest of the batch, COMMIT included, and the transaction stays open
+// and failed until Rollback. Errors reach the caller as sqlc's batch
+// results report them; Err has the first one, COMMIT's included, which
+// sqlc's results drop when they close the batch.
+type TxPipeline struct {
+	conn      DBTX
+	begun     bool
+	commitNow bool // NOTIFY and COMMIT go with the next batch
+	committed bool
+	err       error
+}
+
+// NewTxPipeline starts (lazily) a transaction on conn, which must be a
+// single connection (a *pgxpool.Conn or *pgx.Conn), not a pool.
+func NewTxPipeline(conn DBTX) *TxPipeline { return &TxPipeline{conn: conn} }
+
+// NotifyAndCommitWithNextBatch appends the wake-up NOTIFY and COMMIT to the
+// next batch sent through t; once that batch's results are closed without
+// an error, t is committed.
+func (t *TxPipeline) NotifyAndCommitWithNextBatch() { t.commitNow = true }
+
+// Committed reports whether a batch carried the COMMIT and it succeeded.
+func (t *TxPipeline) Committed() bool { return t.committed }
+
+// Err is the first error a batch sent through t reported on closing.
+func (t *TxPipeline) Err() error { return t.err }
+
+// Commit commits the transaction if no batch has (with the NOTIFY when
+// notify is set), in one round trip.
+func (t *TxPipeline) Commit(ctx context.Context, notify bool) error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.committed || !t.begun {
+		return nil
+	}
+	b := &pgx.Batch{}
+	if notify {
+		b.Queue(eventNotify)
+	}
+	b.Queue("COMMIT")
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	t.committed = true
+	return nil
+}
+
+// Rollback ends a transaction that did not commit; a connection whose
+// transaction is still open is not reused by the pool in any case.
+func (t *TxPipeline) Rollback(ctx context.Context) {
+	if t.begun && !t.committed {
+		_, _ = t.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+}
+
+func (t *TxPipeline) begin(ctx context.Context) error {
+	if t.begun {
+		return nil
+	}
+	t.begun = true
+	_, err := t.conn.Exec(ctx, "BEGIN")
+	return err
+}
+
+func (t *TxPipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.conn.Exec(ctx, sql, args...)
+}
+
+func (t *TxPipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *TxPipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *TxPipeline) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.begin(ctx); err != nil {
+		return 0, err
+	}
+	return t.conn.CopyFrom(ctx, table, columns, src)
+}
+
+// SendBatch sends b with BEGIN before it (the first time) and NOTIFY and
+// COMMIT after it (when asked), in one round trip.
+func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	out := &pgx.Batch{}
+	begin := !t.begun
+	if begin {
+		out.Queue("BEGIN")
+		t.begun = true
+	}
+	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
+	commit := t.commitNow
+	if commit {
+		out.Queue(eventNotify)
+		out.Queue("COMMIT")
+		t.commitNow = false
+	}
+	br := t.conn.SendBatch(ctx, out)
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			t.err = errors.Join(err, br.Close())
+			return failedBatch{t.err}
+		}
+	}
+	return &pipelinedResults{BatchResults: br, tx: t, commit: commit}
+}
+
+// pipelinedResults records, on Close, the batch's first error and whether
+// the COMMIT it carried took effect.
+type pipelinedResults struct {
+	pgx.BatchResults
+	tx     *TxPipeline
+	commit bool
+	closed bool
+}
+
+func (r *pipelinedResults) Close() error {
+	if r.closed {
+		return r.tx.err
+	}
+	r.closed = true
+	err := r.BatchResults.Close()
+	if err != nil && r.tx.err == nil {
+		r.tx.err = err
+	}
+	if err == nil && r.commit {
+		r.tx.committed = true
+	}
+	return err
+}
+
+// failedBatch answers every call with the error that stopped the batch.
+type failedBatch struct{ err error }
+
+func (f failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
+func (f failedBatch) Query() (pgx.Rows, error)         { return nil, f.err }
+func (f failedBatch) QueryRow() pgx.Row                { return errRow{f.err} }
+func (f failedBatch) Close() error                     { return f.err }
+func (f failedBatch) Tx() pgx.Tx                       { return nil }
+
+// errRow is a Row whose Scan returns err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }

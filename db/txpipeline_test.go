@@ -1,0 +1,88 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/dbtest"
+)
+
+// TestTxPipeline: BEGIN travels with the first batch and NOTIFY and COMMIT
+// with the one after NotifyAndCommitWithNextBatch; a failure anywhere
+// leaves nothing behind and the connection reusable, and a COMMIT that the
+// failure skipped is reported, not assumed.
+func TestTxPipeline(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	partners := func() int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM partners").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	batch := func(names ...any) *pgx.Batch {
+		b := &pgx.Batch{}
+		for _, n := range names {
+			b.Queue("INSERT INTO partners (name) VALUES ($1)", n)
+		}
+		return b
+	}
+	run := func(first, second *pgx.Batch) (*db.TxPipeline, *pgxpool.Conn) {
+		t.Helper()
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := db.NewTxPipeline(conn)
+		_ = tx.SendBatch(ctx, first).Close()
+		if tx.Err() == nil {
+			tx.NotifyAndCommitWithNextBatch()
+			_ = tx.SendBatch(ctx, second).Close()
+		}
+		if !tx.Committed() {
+			tx.Rollback(ctx)
+		}
+		if s := conn.Conn().PgConn().TxStatus(); s != 'I' {
+			t.Fatalf("connection left in transaction status %q", s)
+		}
+		conn.Release()
+		return tx, conn
+	}
+
+	tx, _ := run(batch("a", "b"), batch("c"))
+	if tx.Err() != nil || !tx.Committed() || partners() != 3 {
+		t.Fatalf("committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
+	}
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := listener.Conn().WaitForNotification(wait); err != nil {
+		t.Fatalf("no NOTIFY with the COMMIT: %v", err)
+	}
+
+	tx, _ = run(batch("d", nil), batch("e"))
+	if tx.Err() == nil || tx.Committed() || partners() != 3 {
+		t.Fatalf("failed first batch: committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
+	}
+	tx, _ = run(batch("f"), batch("g", "a"))
+	if tx.Err() == nil || tx.Committed() || partners() != 3 {
+		t.Fatalf("failed second batch: committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
+	}
+	if err := tx.Commit(ctx, true); err == nil {
+		t.Fatal("Commit after a failed batch reported success")
+	}
+}
