@@ -122,7 +122,7 @@ func (w *Worker) claimRows(ctx context.Context, arg db.DeliveryClaimParams) ([]c
 		return nil, err
 	}
 	defer conn.Release()
-	q := db.New(&pipeline{conn: conn})
+	q := db.New(db.NewPipeline(conn))
 	_ = q.ClaimSettings(ctx) // queued: errors surface from the claim
 	_ = q.ClaimLock(ctx)
 	return q.DeliveryClaim(ctx, arg)

@@ -22,7 +22,7 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	collect := func(p *pipeline, sql string) ([]int32, error) {
+	collect := func(p *db.Pipeline, sql string) ([]int32, error) {
 		rows, err := p.Query(ctx, sql)
 		if err != nil {
 			return nil, err
@@ -39,7 +39,7 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 		return out, rows.Err()
 	}
 
-	p := &pipeline{conn: conn}
+	p := db.NewPipeline(conn)
 	_, _ = p.Exec(ctx, "SELECT set_config('hookline.probe', 'in pipeline', true)")
 	_, _ = p.Exec(ctx, "INSERT INTO pl VALUES (1)")
 	got, err := collect(p, "INSERT INTO pl VALUES (2) RETURNING v")
@@ -83,7 +83,7 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 	}
 
 	// The generated claim statements run through it.
-	q := db.New(&pipeline{conn: conn})
+	q := db.New(db.NewPipeline(conn))
 	_ = q.ClaimSettings(ctx)
 	_ = q.ClaimLock(ctx)
 	rows, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{WorkerID: "w", MaxRows: 10, LeaseMarginMs: 1000})

@@ -1,4 +1,4 @@
-package worker
+package db
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pipeline is a db.DBTX that saves round trips on the hot path. Exec only
+// Pipeline is a DBTX that saves round trips on the hot path. Exec only
 // queues its statement; the next Query sends everything queued plus itself
 // as one extended-protocol pipeline ending in a single Sync. PostgreSQL runs
 // such a pipeline as one implicit transaction, each statement with its own
 // snapshot (as in an explicit READ COMMITTED transaction), and commits it at
 // the Sync. So
 //
-//	q := db.New(&pipeline{conn: c})
+//	q := db.New(db.NewPipeline(c))
 //	q.ClaimLock(ctx)          // queued
 //	rows, err := q.DeliveryClaim(ctx, arg) // lock + claim + commit: one round trip
 //
@@ -26,14 +26,18 @@ import (
 //
 // An error in any statement rolls the whole pipeline back and is returned
 // by Query (or by the rows' Err). Exec's own result is always empty.
-type pipeline struct {
+type Pipeline struct {
 	conn  *pgxpool.Conn
 	batch *pgx.Batch
 }
 
-var errPipelineUnsupported = errors.New("worker: pipeline supports only queued Exec followed by Query")
+// NewPipeline runs statements on conn as described above. TxPipeline is its
+// counterpart for a transaction that needs more than one round trip.
+func NewPipeline(conn *pgxpool.Conn) *Pipeline { return &Pipeline{conn: conn} }
 
-func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+var errPipelineUnsupported = errors.New("db: Pipeline supports only queued Exec followed by Query")
+
+func (p *Pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if p.batch == nil {
 		p.batch = &pgx.Batch{}
 	}
@@ -41,7 +45,7 @@ func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.Comm
 	return pgconn.CommandTag{}, nil
 }
 
-func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (p *Pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	// The batch stays with its results (pgx reads them against it); the
 	// next Exec starts a new one.
 	b := p.batch
@@ -64,26 +68,18 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	return &pipelineRows{Rows: rows, br: br}, nil
 }
 
-func (p *pipeline) QueryRow(context.Context, string, ...any) pgx.Row {
+func (p *Pipeline) QueryRow(context.Context, string, ...any) pgx.Row {
 	return errRow{errPipelineUnsupported}
 }
 
-func (p *pipeline) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
+func (p *Pipeline) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
 	return 0, errPipelineUnsupported
 }
 
-func (p *pipeline) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
-	return errBatch{}
+func (p *Pipeline) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
+	return failedBatch{errPipelineUnsupported}
 }
 
-// errBatch answers every call with errPipelineUnsupported.
-type errBatch struct{}
-
-func (errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, errPipelineUnsupported }
-func (errBatch) Query() (pgx.Rows, error)         { return nil, errPipelineUnsupported }
-func (errBatch) QueryRow() pgx.Row                { return errRow{errPipelineUnsupported} }
-func (errBatch) Close() error                     { return errPipelineUnsupported }
-func (errBatch) Tx() pgx.Tx                       { return nil }
 
 // pipelineRows ends the pipeline when its rows are exhausted, so an error
 // reported at commit (after the last row) reaches the caller through Err.
@@ -120,6 +116,3 @@ func (r *pipelineRows) Err() error {
 	return r.closeErr
 }
 
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
