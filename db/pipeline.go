@@ -80,7 +80,6 @@ func (p *Pipeline) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
 	return failedBatch{errPipelineUnsupported}
 }
 
-
 // pipelineRows ends the pipeline when its rows are exhausted, so an error
 // reported at commit (after the last row) reaches the caller through Err.
 type pipelineRows struct {
@@ -115,4 +114,3 @@ func (r *pipelineRows) Err() error {
 	}
 	return r.closeErr
 }
-
