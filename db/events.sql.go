@@ -124,10 +124,28 @@ const eventNotify = `-- name: EventNotify :exec
 SELECT pg_notify('hookline_deliveries', '')
 `
 
-// Wakes the workers. Sent inside the ingest transaction, so it is delivered
-// only on commit and collapses to one notification per transaction.
+// Wakes the workers to look at every endpoint. Sent inside the
+// transaction that queued or re-queued deliveries, so it is delivered only
+// on commit and collapses to one notification per transaction.
 func (q *Queries) EventNotify(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, eventNotify)
+	return err
+}
+
+const eventNotifyEndpoints = `-- name: EventNotifyEndpoints :exec
+SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
+FROM (SELECT DISTINCT endpoint_id FROM deliveries WHERE event_id = ANY ($1::uuid[])) d
+HAVING count(*) > 0
+`
+
+// Ingest's wake-up: names the endpoints the events were fanned out to, so
+// a worker's claim looks at those endpoints only instead of at every one
+// (see worker/architecture.md, "The wake path"). Over 500 endpoints the
+// payload is empty, which means "look everywhere"; with no deliveries
+// there is no notification. Sent after the fan-out in the same
+// transaction, so it reads the deliveries just inserted.
+func (q *Queries) EventNotifyEndpoints(ctx context.Context, eventIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, eventNotifyEndpoints, eventIds)
 	return err
 }
 

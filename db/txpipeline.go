@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -11,7 +12,7 @@ import (
 // TxPipeline is a DBTX for one transaction that saves round trips on the
 // ingest path: BEGIN travels with the first statement or batch sent
 // through it, and NotifyAndCommitWithNextBatch makes the wake-up NOTIFY
-// and the COMMIT travel with the next batch. So an ingest (insert the
+// (EventNotifyEndpoints) and the COMMIT travel with the next batch. So an ingest (insert the
 // events, fan them out) costs two round trips where BEGIN, the inserts,
 // the fan-out, NOTIFY and COMMIT cost five: each is a wake-up of another
 // process, which on a busy machine is most of an event's wait.
@@ -24,7 +25,8 @@ import (
 type TxPipeline struct {
 	conn      DBTX
 	begun     bool
-	commitNow bool // NOTIFY and COMMIT go with the next batch
+	commitNow bool        // NOTIFY and COMMIT go with the next batch
+	notify    []uuid.UUID // the events whose endpoints the NOTIFY names
 	committed bool
 	err       error
 }
@@ -33,10 +35,13 @@ type TxPipeline struct {
 // single connection (a *pgxpool.Conn or *pgx.Conn), not a pool.
 func NewTxPipeline(conn DBTX) *TxPipeline { return &TxPipeline{conn: conn} }
 
-// NotifyAndCommitWithNextBatch appends the wake-up NOTIFY and COMMIT to the
-// next batch sent through t; once that batch's results are closed without
-// an error, t is committed.
-func (t *TxPipeline) NotifyAndCommitWithNextBatch() { t.commitNow = true }
+// NotifyAndCommitWithNextBatch appends to the next batch sent through t the
+// wake-up NOTIFY, naming the endpoints events were fanned out to, and
+// COMMIT; once that batch's results are closed without an error, t is
+// committed.
+func (t *TxPipeline) NotifyAndCommitWithNextBatch(events []uuid.UUID) {
+	t.commitNow, t.notify = true, events
+}
 
 // Committed reports whether a batch carried the COMMIT and it succeeded.
 func (t *TxPipeline) Committed() bool { return t.committed }
@@ -122,9 +127,9 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
 	if commit {
-		out.Queue(eventNotify)
+		out.Queue(eventNotifyEndpoints, t.notify)
 		out.Queue("COMMIT")
-		t.commitNow = false
+		t.commitNow, t.notify = false, nil
 	}
 	br := t.conn.SendBatch(ctx, out)
 	if begin {

@@ -2,9 +2,11 @@ package db_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -13,8 +15,9 @@ import (
 )
 
 // TestTxPipeline: BEGIN travels with the first batch and NOTIFY and COMMIT
-// with the one after NotifyAndCommitWithNextBatch; a failure anywhere
-// leaves nothing behind and the connection reusable, and a COMMIT that the
+// with the one after NotifyAndCommitWithNextBatch, the NOTIFY naming the
+// endpoints the batch queued deliveries for; a failure anywhere leaves
+// nothing behind and the connection reusable, and a COMMIT that the
 // failure skipped is reported, not assumed.
 func TestTxPipeline(t *testing.T) {
 	ctx := context.Background()
@@ -27,13 +30,20 @@ func TestTxPipeline(t *testing.T) {
 	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
 		t.Fatal(err)
 	}
+	var endpointID int64
+	if err := pool.QueryRow(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id)
+		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p
+		RETURNING id`).Scan(&endpointID); err != nil {
+		t.Fatal(err)
+	}
+	event := uuid.New()
 	partners := func() int {
 		t.Helper()
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM partners").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return n - 1 // not the endpoint's owner
 	}
 	batch := func(names ...any) *pgx.Batch {
 		b := &pgx.Batch{}
@@ -42,7 +52,7 @@ func TestTxPipeline(t *testing.T) {
 		}
 		return b
 	}
-	run := func(first, second *pgx.Batch) (*db.TxPipeline, *pgxpool.Conn) {
+	run := func(first, second *pgx.Batch, events ...uuid.UUID) (*db.TxPipeline, *pgxpool.Conn) {
 		t.Helper()
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
@@ -51,7 +61,7 @@ func TestTxPipeline(t *testing.T) {
 		tx := db.NewTxPipeline(conn)
 		_ = tx.SendBatch(ctx, first).Close()
 		if tx.Err() == nil {
-			tx.NotifyAndCommitWithNextBatch()
+			tx.NotifyAndCommitWithNextBatch(events)
 			_ = tx.SendBatch(ctx, second).Close()
 		}
 		if !tx.Committed() {
@@ -64,14 +74,21 @@ func TestTxPipeline(t *testing.T) {
 		return tx, conn
 	}
 
-	tx, _ := run(batch("a", "b"), batch("c"))
+	queue := batch("c")
+	queue.Queue("INSERT INTO events (id, type, payload) VALUES ($1, 't', '{}')", event)
+	queue.Queue("INSERT INTO deliveries (event_id, endpoint_id, max_attempts) VALUES ($1, $2, 1)", event, endpointID)
+	tx, _ := run(batch("a", "b"), queue, event)
 	if tx.Err() != nil || !tx.Committed() || partners() != 3 {
 		t.Fatalf("committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
 	}
 	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := listener.Conn().WaitForNotification(wait); err != nil {
+	n, err := listener.Conn().WaitForNotification(wait)
+	if err != nil {
 		t.Fatalf("no NOTIFY with the COMMIT: %v", err)
+	}
+	if want := strconv.FormatInt(endpointID, 10); n.Payload != want {
+		t.Fatalf("NOTIFY payload %q, want the endpoint %s", n.Payload, want)
 	}
 
 	tx, _ = run(batch("d", nil), batch("e"))

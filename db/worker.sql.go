@@ -53,6 +53,7 @@ WITH live AS (
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
+      AND ($4::bigint[] IS NULL OR e.id = ANY ($4::bigint[]))
       AND h.state = 'closed'
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce($1::timestamptz, now()))
 ),
@@ -60,6 +61,7 @@ in_flight AS (
     SELECT endpoint_id, count(*)::int AS n
     FROM deliveries
     WHERE status = 'in_flight'
+      AND ($4::bigint[] IS NULL OR endpoint_id = ANY ($4::bigint[]))
     GROUP BY endpoint_id
 ),
 room AS (
@@ -70,7 +72,7 @@ room AS (
                       ELSE l.max_in_flight END) AS n
     FROM live l
     LEFT JOIN in_flight f ON f.endpoint_id = l.id
-    LEFT JOIN (SELECT unnest($4::bigint[]) AS id, unnest($5::int[]) AS cap) c ON c.id = l.id
+    LEFT JOIN (SELECT unnest($5::bigint[]) AS id, unnest($6::int[]) AS cap) c ON c.id = l.id
 ),
 picked AS (
     SELECT d.id
@@ -85,7 +87,7 @@ picked AS (
         LIMIT r.n
         FOR UPDATE SKIP LOCKED
     ) d
-    LIMIT $6::int
+    LIMIT $7::int
 )
 UPDATE deliveries d
 SET status = 'in_flight',
@@ -103,6 +105,7 @@ type DeliveryClaimParams struct {
 	Now           *time.Time
 	LeaseMarginMs int32
 	WorkerID      string
+	EndpointIds   []int64
 	CappedIds     []int64
 	Caps          []int32
 	MaxRows       int32
@@ -134,12 +137,16 @@ type DeliveryClaimRow struct {
 // random order so one backlog cannot starve the others; SKIP LOCKED keeps
 // replicas off each other's rows. The picked ids reach the UPDATE as an
 // array so the cached plan (ClaimSettings) stays a few key lookups however
-// many rows are picked; see worker/architecture.md.
+// many rows are picked; see worker/architecture.md. With @endpoint_ids
+// the claim looks at those endpoints only (the wake path: an ingest's
+// NOTIFY names the endpoints it queued for), so its cost follows the work
+// rather than the number of endpoints; NULL looks at every endpoint.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,
 		arg.LeaseMarginMs,
 		arg.WorkerID,
+		arg.EndpointIds,
 		arg.CappedIds,
 		arg.Caps,
 		arg.MaxRows,

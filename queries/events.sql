@@ -26,9 +26,21 @@ INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
 SELECT ev.id, e.id, e.max_attempts FROM ev, endpoints e WHERE e.id = @endpoint_id;
 
 -- name: EventNotify :exec
--- Wakes the workers. Sent inside the ingest transaction, so it is delivered
--- only on commit and collapses to one notification per transaction.
+-- Wakes the workers to look at every endpoint. Sent inside the
+-- transaction that queued or re-queued deliveries, so it is delivered only
+-- on commit and collapses to one notification per transaction.
 SELECT pg_notify('hookline_deliveries', '');
+
+-- name: EventNotifyEndpoints :exec
+-- Ingest's wake-up: names the endpoints the events were fanned out to, so
+-- a worker's claim looks at those endpoints only instead of at every one
+-- (see worker/architecture.md, "The wake path"). Over 500 endpoints the
+-- payload is empty, which means "look everywhere"; with no deliveries
+-- there is no notification. Sent after the fan-out in the same
+-- transaction, so it reads the deliveries just inserted.
+SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
+FROM (SELECT DISTINCT endpoint_id FROM deliveries WHERE event_id = ANY (@event_ids::uuid[])) d
+HAVING count(*) > 0;
 
 -- name: EventGet :one
 SELECT * FROM events WHERE id = @id;

@@ -28,12 +28,16 @@ SELECT set_config('synchronous_commit', 'off', true),
 -- random order so one backlog cannot starve the others; SKIP LOCKED keeps
 -- replicas off each other's rows. The picked ids reach the UPDATE as an
 -- array so the cached plan (ClaimSettings) stays a few key lookups however
--- many rows are picked; see worker/architecture.md.
+-- many rows are picked; see worker/architecture.md. With @endpoint_ids
+-- the claim looks at those endpoints only (the wake path: an ingest's
+-- NOTIFY names the endpoints it queued for), so its cost follows the work
+-- rather than the number of endpoints; NULL looks at every endpoint.
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
+      AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR e.id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
       AND h.state = 'closed'
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
 ),
@@ -41,6 +45,7 @@ in_flight AS (
     SELECT endpoint_id, count(*)::int AS n
     FROM deliveries
     WHERE status = 'in_flight'
+      AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR endpoint_id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
     GROUP BY endpoint_id
 ),
 room AS (

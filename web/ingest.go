@@ -249,7 +249,11 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 		}
 	}
 	if len(dupKeys) == 0 && len(fan) > 0 {
-		tx.NotifyAndCommitWithNextBatch()
+		events := make([]uuid.UUID, len(fan))
+		for i := range fan {
+			events[i] = fan[i].EventID
+		}
+		tx.NotifyAndCommitWithNextBatch(events)
 	}
 	queued := 0
 	q.DeliveryFanOutBatch(ctx, fan).Query(func(j int, rows []db.DeliveryFanOutBatchRow, err error) {

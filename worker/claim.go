@@ -16,6 +16,12 @@ type claimed = db.DeliveryClaimRow
 // finished send, and on the poll interval; after a full batch it claims
 // again at once, since more work is probably due.
 //
+// Where it looks is w.hints: the endpoints a NOTIFY or a recorded
+// completion named, or every endpoint. It looks everywhere at least once
+// per poll interval (every 100 ms while rate limits hold deliveries back),
+// however busy the wake-ups keep it, so a retry or a pause that comes due
+// waits at most that long.
+//
 // Room is the send slots plus the local queue (see Worker.queue): claiming
 // while every sender is still busy means a sender that finishes starts its
 // next delivery at once instead of idling through a claim's round trip.
@@ -29,6 +35,8 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	// Claiming a handful of rows costs nearly as much as claiming hundreds,
 	// so under load the loop waits until half the queue has drained.
 	minClaim := max(1, cap(w.queue)/2)
+	w.hints.all()
+	var lookedEverywhere time.Time
 	for {
 		busy := int(w.busy.Load())
 		room := capacity - busy
@@ -36,26 +44,50 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		// Without its liveness lock this worker may already count as dead
 		// to the others, who then own its leases: it claims nothing.
 		if w.alive.Load() && (room >= minClaim || (room > 0 && busy == 0)) {
+			ids, everywhere := w.hints.take()
+			every := w.cfg.PollInterval
+			if w.capped.Load() {
+				every = min(every, 100*time.Millisecond)
+			}
+			if time.Since(lookedEverywhere) >= every {
+				ids, everywhere = nil, true
+			}
 			n := min(room, w.cfg.ClaimBatch)
-			rows, err := w.claim(ctx, n)
+			var rows []claimed
+			var err error
+			if everywhere || len(ids) > 0 {
+				rows, err = w.claim(ctx, n, ids)
+			}
 			switch {
 			case ctx.Err() != nil:
 				return
+			case !everywhere && len(ids) == 0:
+				// Nothing was named since the last claim.
 			case err != nil:
 				failures++
 				if failures == 1 || failures%60 == 0 {
 					w.log.Error("claim deliveries", "err", err, "consecutive_failures", failures)
 				}
+				w.hints.add(ids...) // everywhere follows from the poll interval
 			default:
 				failures = 0
 				w.claimedRows.Add(int64(len(rows)))
-				w.claimPasses.Add(1)
+				if everywhere {
+					lookedEverywhere = time.Now()
+					w.claimPasses.Add(1)
+				}
 				at := time.Now()
 				w.busy.Add(int64(len(rows)))
 				for i := range rows {
 					w.queue <- queued{d: rows[i], at: at} // room was checked: never blocks for long
 				}
-				full = len(rows) == n
+				// A full batch leaves more behind where it looked: look
+				// there again at once.
+				if full = len(rows) == n; full && everywhere {
+					w.hints.all()
+				} else if full {
+					w.hints.add(ids...)
+				}
 			}
 		}
 		if full && ctx.Err() == nil {
@@ -80,18 +112,20 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	}
 }
 
-// claim takes up to n due deliveries, within each endpoint's in-flight cap
-// and this replica's rate-limit tokens.
-func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
+// claim takes up to n due deliveries of the endpoints ids (of every
+// endpoint when ids is nil), within each endpoint's in-flight cap and this
+// replica's rate-limit tokens.
+func (w *Worker) claim(ctx context.Context, n int, ids []int64) ([]claimed, error) {
 	now := w.now()
-	ids, caps := w.limits.Snapshot(now)
-	w.capped.Store(len(ids) > 0)
+	capped, caps := w.limits.Snapshot(now)
+	w.capped.Store(len(capped) > 0)
 	start := time.Now()
 	rows, err := w.claimRows(ctx, db.DeliveryClaimParams{
 		Now:           w.dbNow(),
 		LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond),
 		WorkerID:      w.id,
-		CappedIds:     ids,
+		EndpointIds:   ids,
+		CappedIds:     capped,
 		Caps:          caps,
 		MaxRows:       int32(n),
 	})
@@ -100,7 +134,7 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ids) > 0 && len(rows) > 0 {
+	if len(capped) > 0 && len(rows) > 0 {
 		taken := map[int64]int{}
 		for i := range rows {
 			taken[rows[i].EndpointID]++

@@ -35,7 +35,12 @@ func (w *Worker) completer() {
 				w.flushWithRetry(b)
 				// The recorded rows no longer count against their
 				// endpoints' in-flight caps: the claim loop may find work
-				// it could not before.
+				// for those endpoints it could not before.
+				ids := make([]int64, len(b))
+				for i := range b {
+					ids[i] = b[i].d.EndpointID
+				}
+				w.hints.add(ids...)
 				signal(w.freed)
 			}
 		})

@@ -91,7 +91,7 @@ func (w *Worker) holdLivenessOnce(ctx context.Context, held func()) error {
 	}
 	w.alive.Store(true)
 	held()
-	signal(w.wake) // the claim loop may have skipped claims meanwhile
+	w.wakeEverywhere() // the claim loop may have skipped claims meanwhile
 	tick := time.NewTicker(livenessPing)
 	defer tick.Stop()
 	for {
@@ -162,7 +162,7 @@ func (w *Worker) reapDead(ctx context.Context) error {
 	}
 	w.log.Warn("rescued the deliveries of dead workers", "workers", len(confirmed), "count", n)
 	if n > 0 {
-		signal(w.wake)
+		w.wakeEverywhere()
 	}
 	return nil
 }

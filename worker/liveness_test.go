@@ -71,7 +71,7 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 	claimAll := func(w *Worker, endpointID int64) []claimed {
 		t.Helper()
 		exec("UPDATE endpoints SET enabled = (id = $1)", endpointID)
-		rows, err := w.claim(ctx, 100)
+		rows, err := w.claim(ctx, 100, nil)
 		if err != nil || len(rows) != 20 {
 			t.Fatalf("%s claimed %d rows (%v), want 20", w.id, len(rows), err)
 		}
@@ -128,7 +128,7 @@ func TestDeadWorkerConfirmedTwice(t *testing.T) {
 	ctx := context.Background()
 	w := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "blinking" })
 	kill := e.alive(w)
-	if rows, err := w.claim(ctx, 100); err != nil || len(rows) != 5 {
+	if rows, err := w.claim(ctx, 100, nil); err != nil || len(rows) != 5 {
 		t.Fatalf("claimed %d (%v)", len(rows), err)
 	}
 	survivor := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })

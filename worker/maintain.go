@@ -52,9 +52,17 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
 		return err
 	}
+	// Notifications sent while no LISTEN was in place are lost.
+	w.wakeEverywhere()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if ids, ok := parseEndpointList(n.Payload); ok {
+			w.hints.add(ids...)
+		} else {
+			w.hints.all()
 		}
 		signal(w.wake)
 	}
@@ -97,7 +105,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 				w.log.Error("rescue expired leases", "err", err)
 			} else if n > 0 {
 				w.log.Warn("rescued deliveries whose lease expired", "count", n)
-				signal(w.wake)
+				w.wakeEverywhere()
 			}
 		}
 		if now.Sub(lastLatency) >= latencyEvery {

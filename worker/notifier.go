@@ -142,7 +142,7 @@ func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]t
 		return nil
 	})
 	if err == nil && sent > 0 {
-		signal(w.wake)
+		w.wakeEverywhere()
 	}
 	return err
 }

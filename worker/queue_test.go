@@ -91,7 +91,7 @@ func TestRescueAfterCrash(t *testing.T) {
 	e.events(30, "order.created", `{}`)
 	clk := newClock()
 	dead := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "crashed" })
-	rows, err := dead.claim(context.Background(), 100)
+	rows, err := dead.claim(context.Background(), 100, nil)
 	if err != nil || len(rows) != 30 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}
@@ -204,7 +204,7 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 	e.endpoint(endpointOpts{url: rcv.URL, maxAttempts: 1})
 	e.events(3, "order.created", `{}`)
 	w := e.worker(nil)
-	rows, err := w.claim(context.Background(), 10)
+	rows, err := w.claim(context.Background(), 10, nil)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}

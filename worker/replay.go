@@ -60,7 +60,7 @@ func (w *Worker) replayStep(ctx context.Context) (bool, error) {
 	}
 	if len(ids) > 0 {
 		w.log.Info("bulk replay re-queued deliveries", "job", job.ID, "deliveries", len(ids))
-		signal(w.wake)
+		w.wakeEverywhere()
 	}
 	return true, nil
 }

@@ -123,10 +123,11 @@ type Worker struct {
 	metrics  *Metrics
 
 	busy atomic.Int64 // claimed deliveries not yet sent and recorded: queued or in flight
-	// claimPasses counts claim statements that completed, and claimedRows
-	// the deliveries they and the breaker probes took (always updated
-	// first). They make "the worker looked and took nothing" observable:
-	// tests wait for passes instead of sleeping.
+	// claimPasses counts claim statements that looked at every endpoint
+	// and completed, and claimedRows the deliveries every claim and the
+	// breaker probes took (always updated first). They make "the worker
+	// looked and took nothing" observable: tests wait for passes instead
+	// of sleeping.
 	claimPasses atomic.Int64
 	claimedRows atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
@@ -134,6 +135,7 @@ type Worker struct {
 	queue   chan queued
 	freed   chan struct{} // a send finished (claim loop may claim again)
 	wake    chan struct{} // NOTIFY arrived
+	hints   claimHints    // where the claim loop looks next
 	outbox  chan struct{} // a completion queued operator notifications
 	results chan outcome  // senders → completer
 	// sweep is the retention sweep's cursor over events (the maintenance
@@ -365,6 +367,7 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// Wake makes the claim loop look for due work now (used after in-process
-// ingest in tests and benchmarks; production uses NOTIFY).
-func (w *Worker) Wake() { signal(w.wake) }
+// Wake makes the claim loop look for due work at every endpoint now (used
+// after in-process ingest in tests and benchmarks; production uses
+// NOTIFY).
+func (w *Worker) Wake() { w.wakeEverywhere() }

@@ -443,7 +443,7 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: types[i],
 			ExcludedEndpointIds: filter.Rejecting(filters, payload)}
 	}
-	tx.NotifyAndCommitWithNextBatch()
+	tx.NotifyAndCommitWithNextBatch(ids)
 	qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
 	if berr = errors.Join(berr, tx.Err()); berr != nil || !tx.Committed() {
 		tx.Rollback(ctx)

@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// maxHinted bounds the endpoints one targeted claim looks at; past it the
+// claim looks everywhere, which then costs no more.
+const maxHinted = 500
+
+// claimHints says where the claim loop should look next: at the endpoints
+// named since its last claim (an ingest's NOTIFY names the endpoints it
+// queued deliveries for; a recorded completion frees its endpoint's
+// in-flight slot), or everywhere (a NOTIFY without names, a re-queue, a
+// rescue, the poll interval). A claim that looks at a handful of
+// endpoints costs a fraction of one that looks at every endpoint, and
+// the difference grows with the number of endpoints.
+type claimHints struct {
+	mu         sync.Mutex
+	ids        map[int64]struct{}
+	everywhere bool
+}
+
+// add names endpoints to look at.
+func (h *claimHints) add(ids ...int64) {
+	if len(ids) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.everywhere {
+		return
+	}
+	if h.ids == nil {
+		h.ids = make(map[int64]struct{}, len(ids))
+	}
+	for _, id := range ids {
+		h.ids[id] = struct{}{}
+	}
+	if len(h.ids) > maxHinted {
+		h.everywhere, h.ids = true, nil
+	}
+}
+
+// all asks the next claim to look at every endpoint.
+func (h *claimHints) all() {
+	h.mu.Lock()
+	h.everywhere, h.ids = true, nil
+	h.mu.Unlock()
+}
+
+// take returns what was asked since the last take and forgets it.
+func (h *claimHints) take() (ids []int64, everywhere bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.everywhere {
+		h.everywhere = false
+		return nil, true
+	}
+	if len(h.ids) == 0 {
+		return nil, false
+	}
+	ids = make([]int64, 0, len(h.ids))
+	for id := range h.ids {
+		ids = append(ids, id)
+	}
+	clear(h.ids)
+	return ids, false
+}
+
+// parseEndpointList reads a wake-up NOTIFY's payload, the endpoint ids
+// EventNotifyEndpoints lists ("12,7,40"). ok is false for an empty or
+// unreadable payload, which asks for a look everywhere.
+func parseEndpointList(payload string) (ids []int64, ok bool) {
+	if payload == "" {
+		return nil, false
+	}
+	for f := range strings.SplitSeq(payload, ",") {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
+// wakeEverywhere makes the claim loop look at every endpoint now.
+func (w *Worker) wakeEverywhere() {
+	w.hints.all()
+	signal(w.wake)
+}

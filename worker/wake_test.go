@@ -1,0 +1,149 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// queueQuietly stores an event and its delivery to endpointID, due at due,
+// without waking any worker.
+func (e *env) queueQuietly(endpointID int64, due time.Time) uuid.UUID {
+	e.t.Helper()
+	id := uuid.New()
+	if _, err := e.pool.Exec(context.Background(), `
+		WITH ev AS (INSERT INTO events (id, type, payload) VALUES ($1, 'order.created', '{}') RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, next_attempt_at) SELECT id, $2, 5, $3 FROM ev`,
+		id, endpointID, due); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// notify sends the wake-up NOTIFY with payload, as ingest does.
+func (e *env) notify(payload string) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), "SELECT pg_notify('hookline_deliveries', $1)", payload); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// listening waits until w's notification listener is in place.
+func (e *env) listening() {
+	e.t.Helper()
+	e.waitFor("the worker's LISTEN", func() bool {
+		return e.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookline_deliveries'") == 1
+	})
+}
+
+// TestWakeClaimsNamedEndpoints: a NOTIFY that names endpoints makes the
+// worker claim at those endpoints only. B's delivery is as due as A's, and
+// a claim that looked everywhere would have taken both in one statement;
+// after A's arrives B's is still pending, until a wake-up that names no
+// endpoint.
+func TestWakeClaimsNamedEndpoints(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
+	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
+	e.run(w)
+	e.listening()
+	e.waitFor("the first look everywhere", func() bool { return w.claimPasses.Load() >= 1 })
+
+	later := clk.Now().Add(time.Minute)
+	evB := e.queueQuietly(b, later)
+	evA := e.queueQuietly(a, later)
+	clk.Advance(2 * time.Minute)
+	e.notify(fmt.Sprint(a))
+	e.waitFor("A's delivery", func() bool { return e.delivery(evA).Status == "delivered" })
+	if s := e.delivery(evB).Status; s != "pending" {
+		t.Fatalf("B's delivery is %s: the claim looked beyond the endpoint the NOTIFY named", s)
+	}
+
+	e.notify("")
+	e.waitFor("B's delivery after a NOTIFY naming no endpoint", func() bool { return e.delivery(evB).Status == "delivered" })
+}
+
+// TestWakeStillLooksEverywhere: wake-ups that keep naming one endpoint do
+// not hide another's due delivery for longer than the poll interval (the
+// poll timer itself never fires while wake-ups keep coming).
+func TestWakeStillLooksEverywhere(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
+	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
+	w := e.worker(func(c *Config) { c.PollInterval = 300 * time.Millisecond })
+	e.run(w)
+	e.listening()
+	e.waitFor("the first look everywhere", func() bool { return w.claimPasses.Load() >= 1 })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_, _ = e.pool.Exec(ctx, "SELECT pg_notify('hookline_deliveries', $1)", fmt.Sprint(a))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	ev := e.queueQuietly(b, time.Now().Add(-time.Second))
+	e.waitFor("B's delivery among wake-ups naming A", func() bool { return e.delivery(ev).Status == "delivered" })
+	cancel()
+	<-done
+}
+
+func TestParseEndpointList(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		ids  []int64
+		okay bool
+	}{
+		{"", nil, false},
+		{"7", []int64{7}, true},
+		{"12,7,40", []int64{12, 7, 40}, true},
+		{"12,,40", nil, false},
+		{"12,x", nil, false},
+		{"-3", nil, false},
+		{"0", nil, false},
+	} {
+		ids, ok := parseEndpointList(c.in)
+		if ok != c.okay || (ok && !slices.Equal(ids, c.ids)) {
+			t.Errorf("parseEndpointList(%q) = %v, %v; want %v, %v", c.in, ids, ok, c.ids, c.okay)
+		}
+	}
+}
+
+func TestClaimHints(t *testing.T) {
+	var h claimHints
+	if ids, all := h.take(); ids != nil || all {
+		t.Fatalf("empty hints gave %v, %v", ids, all)
+	}
+	h.add(3, 1, 3)
+	ids, all := h.take()
+	slices.Sort(ids)
+	if all || !slices.Equal(ids, []int64{1, 3}) {
+		t.Fatalf("take = %v, %v; want [1 3]", ids, all)
+	}
+	if ids, all := h.take(); ids != nil || all {
+		t.Fatalf("a second take gave %v, %v", ids, all)
+	}
+	h.add(1)
+	h.all()
+	h.add(2)
+	if ids, all := h.take(); ids != nil || !all {
+		t.Fatalf("after all: %v, %v; want everywhere", ids, all)
+	}
+	for i := range maxHinted + 1 {
+		h.add(int64(i + 1))
+	}
+	if ids, all := h.take(); ids != nil || !all {
+		t.Fatalf("over %d endpoints: %d ids, %v; want everywhere", maxHinted, len(ids), all)
+	}
+}
