@@ -236,44 +236,47 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 		return fmt.Errorf("insert events: %w", err)
 	}
 
-	var fan []db.DeliveryFanOutBatchParams
+	var fan []db.FanOutEvent
 	var fanIdx []int
 	var dupKeys []string
 	for i, v := range ok {
 		if inserted[i] {
-			fan = append(fan, db.DeliveryFanOutBatchParams{EventID: v.id, EventType: v.typ, PartnerID: v.partner,
-				ExcludedEndpointIds: filter.Rejecting(filters, v.payload)})
+			fan = append(fan, db.FanOutEvent{ID: v.id, Type: v.typ, PartnerID: v.partner,
+				Excluded: filter.Rejecting(filters, v.payload)})
 			fanIdx = append(fanIdx, i)
 		} else {
 			dupKeys = append(dupKeys, *v.key)
 		}
 	}
-	if len(dupKeys) == 0 && len(fan) > 0 {
-		events := make([]uuid.UUID, len(fan))
-		for i := range fan {
-			events[i] = fan[i].EventID
-		}
-		tx.NotifyAndCommitWithNextBatch(events)
-	}
 	queued := 0
-	q.DeliveryFanOutBatch(ctx, fan).Query(func(j int, rows []db.DeliveryFanOutBatchRow, err error) {
-		if err != nil {
-			if batchErr == nil {
+	if len(fan) > 0 {
+		events := make([]uuid.UUID, len(fan))
+		refs := make(map[uuid.UUID][]deliveryRef, len(fan))
+		for i := range fan {
+			events[i] = fan[i].ID
+			refs[fan[i].ID] = []deliveryRef{}
+		}
+		if len(dupKeys) == 0 {
+			tx.NotifyAndCommitWithNextBatch(events)
+		}
+		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
+			if err != nil {
 				batchErr = err
+				return
 			}
-			return
+			for _, r := range rows {
+				refs[r.EventID] = append(refs[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
+			}
+			queued += len(rows)
+		})
+		if batchErr != nil {
+			return fmt.Errorf("queue deliveries: %w", batchErr)
 		}
-		v := ok[fanIdx[j]]
-		id := v.id
-		refs := make([]deliveryRef, len(rows))
-		for k, r := range rows {
-			refs[k] = deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status}
+		for _, i := range fanIdx {
+			v := ok[i]
+			id := v.id
+			results[v.index] = ingestResult{Status: ingestAccepted, ID: &id, Deliveries: refs[id]}
 		}
-		queued += len(rows)
-		results[v.index] = ingestResult{Status: ingestAccepted, ID: &id, Deliveries: refs}
-	})
-	if batchErr != nil {
-		return fmt.Errorf("queue deliveries: %w", batchErr)
 	}
 	if err := tx.Err(); err != nil {
 		return fmt.Errorf("queue deliveries: %w", err)

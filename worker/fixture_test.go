@@ -211,11 +211,11 @@ func (e *env) events(n int, typ string, payload string) []uuid.UUID {
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := e.q.WithTx(tx)
 		ev := make([]db.EventInsertBatchParams, n)
-		fan := make([]db.DeliveryFanOutBatchParams, n)
+		fan := make([]db.FanOutEvent, n)
 		for i := range ids {
 			ids[i], _ = uuid.NewV7()
 			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: typ, Payload: []byte(payload)}
-			fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: typ}
+			fan[i] = db.FanOutEvent{ID: ids[i], Type: typ}
 		}
 		var err error
 		q.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, e error) {
@@ -226,7 +226,7 @@ func (e *env) events(n int, typ string, payload string) []uuid.UUID {
 		if err != nil {
 			return err
 		}
-		q.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, e error) {
+		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) {
 			if e != nil && err == nil {
 				err = e
 			}

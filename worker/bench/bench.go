@@ -438,13 +438,12 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 		tx.Rollback(ctx)
 		return nil, berr
 	}
-	fan := make([]db.DeliveryFanOutBatchParams, n)
+	fan := make([]db.FanOutEvent, n)
 	for i := range n {
-		fan[i] = db.DeliveryFanOutBatchParams{EventID: ids[i], EventType: types[i],
-			ExcludedEndpointIds: filter.Rejecting(filters, payload)}
+		fan[i] = db.FanOutEvent{ID: ids[i], Type: types[i], Excluded: filter.Rejecting(filters, payload)}
 	}
 	tx.NotifyAndCommitWithNextBatch(ids)
-	qt.DeliveryFanOutBatch(ctx, fan).Query(func(_ int, _ []db.DeliveryFanOutBatchRow, err error) { berr = errors.Join(berr, err) })
+	qt.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, _ []db.DeliveryFanOutRow, err error) { berr = errors.Join(berr, err) })
 	if berr = errors.Join(berr, tx.Err()); berr != nil || !tx.Committed() {
 		tx.Rollback(ctx)
 		return nil, errors.Join(berr, tx.Commit(ctx, true))
