@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -32,16 +33,21 @@ type Deployed struct {
 	// API, with no worker running.
 	Ingest Phase
 	// Drain runs from the first attempt's start to the last attempt's end
-	// (delivery_attempts); Wall from the worker process's start until
-	// every delivery is recorded delivered, so it includes the process
-	// starting and connecting.
-	Drain, Wall Phase
-	Attempts    int   // attempts recorded
-	Received    int64 // requests the receiver process answered
+	// (delivery_attempts); Recorded from the first attempt's start until
+	// every delivery is recorded delivered (the in-process worker's figure
+	// is timed so, from its start); Wall from the worker process's start,
+	// so it includes the process starting and connecting.
+	Drain, Recorded, Wall Phase
+	Attempts              int   // attempts recorded
+	Received              int64 // requests the receiver process answered
 	// CPU time per delivery of each process during Wall (the worker's
 	// includes its start); Database is 0 when the database's processes
 	// are not known (Options.DatabaseURL).
 	WorkerCPU, WebCPU, SinkCPU, DatabaseCPU time.Duration
+	// WorkerStartCPU is the worker process's CPU time until the receiver
+	// had its first requests (sampled every 20 ms, so it holds some
+	// sends); WorkerSendingCPU its CPU time per delivery after that.
+	WorkerStartCPU, WorkerSendingCPU time.Duration
 	// CPU time per delivery queued, during Ingest.
 	IngestWebCPU, IngestDatabaseCPU time.Duration
 }
@@ -111,6 +117,13 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 	if err != nil {
 		return d, err
 	}
+	// The key goes with the run: a database given with -database-url
+	// keeps no key it does not know about.
+	defer func() {
+		hash := sha256.Sum256([]byte(key))
+		_, derr := pool.Exec(context.WithoutCancel(ctx), "DELETE FROM api_keys WHERE key_hash = $1", hash[:])
+		err = errors.Join(err, derr)
+	}()
 	web, err := kids.start(o.Executable, env, dir, "web", nil, "web")
 	if err != nil {
 		return d, err
@@ -167,10 +180,12 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 	if err != nil {
 		return d, err
 	}
-	if err := waitDrained(ctx, api, pool, worker, sinkURL, received0+int64(o.Deliveries)); err != nil {
+	var firstGot int64
+	if d.WorkerStartCPU, firstGot, err = waitDrained(ctx, api, pool, worker, sinkURL, received0, received0+int64(o.Deliveries)); err != nil {
 		return d, err
 	}
-	d.Wall = Phase{Count: o.Deliveries, Duration: time.Since(start)}
+	allRecorded := time.Now()
+	d.Wall = Phase{Count: o.Deliveries, Duration: allRecorded.Sub(start)}
 	c1 = sampleCPU(bdb.postmaster)
 	w1, _ = web.cpu()
 	s1, _ := sink.cpu()
@@ -179,6 +194,7 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 		return d, errors.New("cannot read the worker process's CPU time")
 	}
 	d.WorkerCPU = perItem(0, wk, o.Deliveries)
+	d.WorkerSendingCPU = perItem(d.WorkerStartCPU, wk, o.Deliveries-int(firstGot-received0))
 	d.WebCPU = perItem(w0, w1, o.Deliveries)
 	d.SinkCPU = perItem(s0, s1, o.Deliveries)
 	if c0.dbOK && c1.dbOK {
@@ -190,6 +206,7 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 		return d, fmt.Errorf("attempt span: %w", err)
 	}
 	d.Drain = Phase{Count: o.Deliveries, Duration: last.Sub(first)}
+	d.Recorded = Phase{Count: o.Deliveries, Duration: allRecorded.Sub(first)}
 
 	// The worker stops first, so that whatever it still sent is counted.
 	if err := worker.stop(); err != nil {
@@ -210,12 +227,13 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 	printCPU(out, fmt.Sprintf("queued: web process %.1f µs", us(d.IngestWebCPU)), d.IngestDatabaseCPU)
 	ratio := ""
 	if inProcess.PerSecond() > 0 {
-		ratio = fmt.Sprintf("; %.2f × the in-process hookline worker", d.Drain.PerSecond()/inProcess.PerSecond())
+		ratio = fmt.Sprintf(" (%.2f × the in-process hookline worker, timed alike)", d.Recorded.PerSecond()/inProcess.PerSecond())
 	}
-	fmt.Fprintf(out, "  deployed worker     %8.0f deliveries/s  (first attempt to last; %.0f/s from the worker process's start until all recorded%s)\n",
-		d.Drain.PerSecond(), d.Wall.PerSecond(), ratio)
-	printCPU(out, fmt.Sprintf("worker process %.1f µs (with its start), web process %.1f µs, receiver process %.1f µs",
-		us(d.WorkerCPU), us(d.WebCPU), us(d.SinkCPU)), d.DatabaseCPU)
+	fmt.Fprintf(out, "  deployed worker     %8.0f deliveries/s  first attempt to last\n", d.Drain.PerSecond())
+	fmt.Fprintf(out, "                      %8.0f deliveries/s  first attempt until all recorded%s\n", d.Recorded.PerSecond(), ratio)
+	fmt.Fprintf(out, "                      %8.0f deliveries/s  worker process start until all recorded\n", d.Wall.PerSecond())
+	printCPU(out, fmt.Sprintf("worker process %.1f µs (%.1f µs once sending; %.0f ms until its first requests arrived), web process %.1f µs, receiver process %.1f µs",
+		us(d.WorkerCPU), us(d.WorkerSendingCPU), float64(d.WorkerStartCPU)/float64(time.Millisecond), us(d.WebCPU), us(d.SinkCPU)), d.DatabaseCPU)
 	fmt.Fprintf(out, "  receiver got %d requests for %d deliveries (%d attempts recorded)\n", d.Received, o.Deliveries, d.Attempts)
 	return d, nil
 }
@@ -329,42 +347,47 @@ func createEndpoints(ctx context.Context, api *apiClient, sinkURL string, o Opti
 	return nil
 }
 
-// waitDrained waits until the receiver has had want requests and no
-// delivery is left undelivered. The receiver's count is asked first: it
-// costs the database nothing, and counting rows while the worker drains
-// would.
-func waitDrained(ctx context.Context, api *apiClient, pool *pgxpool.Pool, worker *child, sinkURL string, want int64) error {
+// waitDrained waits until the receiver, which had had base requests,
+// has had want and no delivery is left undelivered. It returns the
+// worker's CPU time when the first requests had arrived, and the
+// receiver's count then. The receiver's count is asked first: it costs
+// the database nothing, and counting rows while the worker drains would.
+func waitDrained(ctx context.Context, api *apiClient, pool *pgxpool.Pool, worker *child, sinkURL string, base, want int64) (startCPU time.Duration, firstGot int64, err error) {
 	moved := time.Now()
-	var lastGot int64
+	lastGot := base
 	lastLeft := -1
 	for {
 		got, err := api.sinkCount(ctx, sinkURL)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if got != lastGot {
+			if lastGot == base {
+				startCPU, _ = worker.cpu()
+				firstGot = got
+			}
 			lastGot, moved = got, time.Now()
 		}
 		if got >= want {
 			left, err := remaining(ctx, pool)
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
 			if left == 0 {
-				return nil
+				return startCPU, firstGot, nil
 			}
 			if left != lastLeft {
 				lastLeft, moved = left, time.Now()
 			}
 		}
 		if time.Since(moved) > drainStall {
-			return fmt.Errorf("drain stalled: the receiver has had %d of %d requests, nothing moved for %s%s", got, want, drainStall, worker.logTail())
+			return 0, 0, fmt.Errorf("drain stalled: the receiver has had %d of %d requests, nothing moved for %s%s", got, want, drainStall, worker.logTail())
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-worker.done:
-			return fmt.Errorf("the worker process exited during the drain: %v%s", worker.err, worker.logTail())
+			return 0, 0, fmt.Errorf("the worker process exited during the drain: %v%s", worker.err, worker.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -45,17 +45,21 @@ func TestProcessesDeliverEachOnce(t *testing.T) {
 		t.Errorf("processes left running: %v", left)
 	}
 	// 500 requests for 500 deliveries, all delivered: each exactly once.
-	var delivered, attempts, attempted int
+	var delivered, attempts, attempted, keys int
 	if err := bdb.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE status = 'delivered'),
-		(SELECT count(*) FROM delivery_attempts), (SELECT count(DISTINCT delivery_id) FROM delivery_attempts)`).Scan(&delivered, &attempts, &attempted); err != nil {
+		(SELECT count(*) FROM delivery_attempts), (SELECT count(DISTINCT delivery_id) FROM delivery_attempts),
+		(SELECT count(*) FROM api_keys)`).Scan(&delivered, &attempts, &attempted, &keys); err != nil {
 		t.Fatal(err)
+	}
+	if keys != 0 {
+		t.Errorf("%d API keys left behind", keys)
 	}
 	if d.Received != 500 || delivered != 500 || attempts != 500 || attempted != 500 || d.Attempts != 500 {
 		t.Fatalf("receiver got %d requests; %d delivered, %d attempts of %d deliveries (report: %d); want 500 each",
 			d.Received, delivered, attempts, attempted, d.Attempts)
 	}
-	if d.Ingest.Count != 500 || d.Ingest.PerSecond() <= 0 || d.Drain.PerSecond() <= 0 || d.Wall.Duration < d.Drain.Duration {
-		t.Fatalf("phases: ingest %+v, drain %+v, wall %+v", d.Ingest, d.Drain, d.Wall)
+	if d.Ingest.Count != 500 || d.Ingest.PerSecond() <= 0 || d.Drain.PerSecond() <= 0 || d.Wall.Duration < d.Recorded.Duration || d.Recorded.Duration < d.Drain.Duration {
+		t.Fatalf("phases: ingest %+v, drain %+v, recorded %+v, wall %+v", d.Ingest, d.Drain, d.Recorded, d.Wall)
 	}
 	if d.WorkerCPU <= 0 || d.SinkCPU < 0 || d.WebCPU < 0 {
 		t.Fatalf("CPU per delivery: worker %v, web %v, receiver %v", d.WorkerCPU, d.WebCPU, d.SinkCPU)
