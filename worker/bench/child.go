@@ -48,7 +48,7 @@ func (k *children) start(exe string, env []string, dir, name string, stdout io.W
 	if stdout != nil {
 		c.cmd.Stdout = stdout
 	}
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	c.cmd.SysProcAttr = childAttr()
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start hookline %s: %w", name, err)
 	}

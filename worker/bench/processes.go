@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -293,7 +292,7 @@ func createAPIKey(ctx context.Context, exe string, env []string, dir string) (st
 	defer logf.Close()
 	cmd := exec.CommandContext(ctx, exe, "apikey", "create", "--name", "bench")
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("hookline apikey create: %w%s", err, logTail(logPath))
 	}
