@@ -972,7 +972,9 @@ func dbStopFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 
 // benchFlags: bench measures throughput on a private cluster (fsync on)
 // against a loopback receiver: hookline's worker, the raw HTTP ceiling and
-// a naive one-row worker, in one run.
+// a naive one-row worker, in one run; -processes adds the deployed
+// topology (web, worker and receiver as processes of this executable), and
+// -sink is that receiver's process.
 func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	var o bench.Options
 	fs.IntVar(&o.Deliveries, "deliveries", 20000, "deliveries to drain")
