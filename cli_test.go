@@ -140,6 +140,8 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 		{"apikey create", nil, "apikey create: --name is required", true},
 		{"demo --rate 0", nil, "demo: --rate 0", true},
 		{"bench --deliveries 0", nil, "bench: --deliveries 0", true},
+		{"bench --sink 10.1.2.3:0", nil, `bench: --sink "10.1.2.3:0": want a loopback address`, true},
+		{"bench --processes --rate 100", nil, "bench: --processes adds a row to the drain", true},
 		{"serve", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 		{"user add --email ops@hookline.test", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 	}

@@ -972,7 +972,9 @@ func dbStopFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 
 // benchFlags: bench measures throughput on a private cluster (fsync on)
 // against a loopback receiver: hookline's worker, the raw HTTP ceiling and
-// a naive one-row worker, in one run.
+// a naive one-row worker, in one run; -processes adds the deployed
+// topology (web, worker and receiver as processes of this executable), and
+// -sink is that receiver's process.
 func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	var o bench.Options
 	fs.IntVar(&o.Deliveries, "deliveries", 20000, "deliveries to drain")
@@ -984,6 +986,8 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "how long the loopback receiver takes to answer (e.g. 20ms, a typical partner)")
 	fs.BoolVar(&o.Filter, "filter", false, "put a payload filter (that every event passes) on every endpoint, to measure its ingest cost")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the worker phase to this file")
+	fs.BoolVar(&o.Processes, "processes", false, "after the in-process figures, also drain in the deployed topology: hookline web, hookline worker and the receiver each in their own process, the events queued through the API")
+	sink := fs.String("sink", "", "instead of the drain: serve the bench's receiver on this loopback address (127.0.0.1:0 picks a port) until stopped, printing its URL and then the requests it received (-processes runs it)")
 	var el bench.EventLogOptions
 	eventLog := fs.Bool("eventlog", false, "instead of the drain: populate a database with -events events (about 2 deliveries and 3 attempts each) and time the event log's searches, pages and event pages")
 	fs.Int64Var(&el.Events, "events", 10_000_000, "with -eventlog: events to populate")
@@ -996,6 +1000,20 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
 	return func() (runFunc, error) {
+		if *sink != "" {
+			if err := bench.LoopbackAddr(*sink); err != nil {
+				return nil, fmt.Errorf("--sink %w", err)
+			}
+			if o.ReceiverDelay < 0 {
+				return nil, errors.New("--receiver-delay cannot be negative")
+			}
+			return func(ctx context.Context, cfg config, log *slog.Logger) error {
+				return bench.Sink(ctx, *sink, o.ReceiverDelay, std.out)
+			}, nil
+		}
+		if o.Processes && (*rate != 0 || *eventLog) {
+			return nil, errors.New("--processes adds a row to the drain; it does not go with --rate or --eventlog")
+		}
 		if *rate != 0 {
 			for _, f := range []struct {
 				name string
@@ -1045,6 +1063,13 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 		}
 		return func(ctx context.Context, cfg config, log *slog.Logger) error {
 			o.Logger = log
+			if o.Processes {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--processes runs this executable: %w", err)
+				}
+				o.Executable = exe
+			}
 			if *profile != "" {
 				f, err := os.Create(*profile)
 				if err != nil {

@@ -67,6 +67,12 @@ type Options struct {
 	// CPUProfile, when set, receives a pprof CPU profile of the worker
 	// phase alone.
 	CPUProfile io.Writer
+	// Processes adds the deployed topology to the run: hookline web,
+	// hookline worker and the receiver each in a process of its own,
+	// started from Executable (the hookline binary), the events queued
+	// through the API (see processes).
+	Processes  bool
+	Executable string
 	Logger     *slog.Logger
 }
 
@@ -81,6 +87,7 @@ type Report struct {
 	RawCPU, WorkerCPU, DatabaseCPU time.Duration
 	// The same for the bare worker.
 	BareCPU, BareDatabaseCPU time.Duration
+	Deployed                 Deployed // with Options.Processes
 }
 
 // Phase is one measurement.
@@ -126,6 +133,9 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	o.defaults()
 	r := Report{Options: o}
+	if o.Processes && o.Executable == "" {
+		return r, errors.New("the deployed topology needs the hookline executable (Options.Executable)")
+	}
 
 	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", int32(o.NaiveConcurrency+8), o.Logger, out)
 	if err != nil {
@@ -226,6 +236,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 		filtered = "  (payload filter on every endpoint)"
 	}
 	fmt.Fprintf(out, "  ingest (batch API statements) %8.0f deliveries queued/s%s\n", r.Ingest.PerSecond(), filtered)
+
+	// 5. The deployed topology, on the same database, last: its processes
+	// must not run beside the in-process phases.
+	if o.Processes {
+		if r.Deployed, err = processes(ctx, bdb, o, r.Worker, out); err != nil {
+			return r, fmt.Errorf("deployed topology: %w", err)
+		}
+	}
 	return r, nil
 }
 
@@ -263,19 +281,31 @@ func makePayload(n int) []byte {
 }
 
 // receiver is the loopback partner: it reads the body and answers 200.
+// GET receiverCountPath answers with the requests counted so far, for a
+// bench whose receiver runs in another process (Sink).
 type receiver struct {
 	srv   *http.Server
 	url   string
 	count atomic.Int64
 }
 
+const receiverCountPath = "/_bench/count"
+
 func newReceiver(delay time.Duration) (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return listenReceiver("127.0.0.1:0", delay)
+}
+
+func listenReceiver(addr string, delay time.Duration) (*receiver, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	r := &receiver{url: "http://" + ln.Addr().String()}
 	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet && req.URL.Path == receiverCountPath {
+			_, _ = io.WriteString(w, strconv.FormatInt(r.count.Load(), 10))
+			return
+		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		if delay > 0 {
 			time.Sleep(delay)

@@ -19,7 +19,8 @@ import (
 // default). close releases the pool and stops and removes what it started.
 type benchDB struct {
 	pool       *pgxpool.Pool
-	postmaster int // the private cluster's pid (0 for dsn), for its CPU time
+	postmaster int    // the private cluster's pid (0 for dsn), for its CPU time
+	url        string // where it is, for processes the bench starts
 	close      func()
 }
 
@@ -54,6 +55,7 @@ func openBenchDB(ctx context.Context, dsn, dataDir string, maxConns int32, log *
 		dsn = cluster.URL()
 		d.postmaster, _ = cluster.PID()
 	}
+	d.url = dsn
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return fail(err)

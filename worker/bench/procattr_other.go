@@ -1,0 +1,11 @@
+//go:build !linux
+
+package bench
+
+import "syscall"
+
+// childAttr puts a child in a process group of its own; only Linux can
+// also have it signalled when the bench dies.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/db/dbtest"
+)
+
+// TestProcessesDeliverEachOnce drains a small queue in the deployed
+// topology: every delivery queued through the API reaches the receiver
+// process exactly once, the report names the topology, and no process the
+// bench started outlives it.
+func TestProcessesDeliverEachOnce(t *testing.T) {
+	exe := builtHookline(t)
+	ctx := context.Background()
+	o := Options{Deliveries: 500, Endpoints: 5, Concurrency: 16, DatabaseURL: dbtest.URL(t), Executable: exe}
+	o.defaults()
+	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", 4, o.Logger, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.close()
+	before := childPIDs(t)
+
+	var out bytes.Buffer
+	d, err := processes(ctx, bdb, o, Phase{Count: 500, Duration: time.Second}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if left := slices.DeleteFunc(childPIDs(t), func(pid int) bool { return slices.Contains(before, pid) }); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	// 500 requests for 500 deliveries, all delivered: each exactly once.
+	var delivered, attempts, attempted, keys int
+	if err := bdb.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE status = 'delivered'),
+		(SELECT count(*) FROM delivery_attempts), (SELECT count(DISTINCT delivery_id) FROM delivery_attempts),
+		(SELECT count(*) FROM api_keys)`).Scan(&delivered, &attempts, &attempted, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 0 {
+		t.Errorf("%d API keys left behind", keys)
+	}
+	if d.Received != 500 || delivered != 500 || attempts != 500 || attempted != 500 || d.Attempts != 500 {
+		t.Fatalf("receiver got %d requests; %d delivered, %d attempts of %d deliveries (report: %d); want 500 each",
+			d.Received, delivered, attempts, attempted, d.Attempts)
+	}
+	if d.Ingest.Count != 500 || d.Ingest.PerSecond() <= 0 || d.Drain.PerSecond() <= 0 || d.Wall.Duration < d.Recorded.Duration || d.Recorded.Duration < d.Drain.Duration {
+		t.Fatalf("phases: ingest %+v, drain %+v, recorded %+v, wall %+v", d.Ingest, d.Drain, d.Recorded, d.Wall)
+	}
+	if d.WorkerCPU <= 0 || d.SinkCPU < 0 || d.WebCPU < 0 {
+		t.Fatalf("CPU per delivery: worker %v, web %v, receiver %v", d.WorkerCPU, d.WebCPU, d.SinkCPU)
+	}
+	for _, want := range []string{"deployed topology", "ingest through the API", "deployed worker", "worker process", "receiver got 500 requests for 500 deliveries"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("\n%s", out.String())
+}
+
+// TestProcessesStopOnCancel: cancelled while the worker process drains,
+// the bench returns and has stopped every process it started.
+func TestProcessesStopOnCancel(t *testing.T) {
+	exe := builtHookline(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A slow receiver: the drain lasts long enough to be interrupted.
+	o := Options{Deliveries: 500, Endpoints: 5, Concurrency: 8, ReceiverDelay: 200 * time.Millisecond,
+		DatabaseURL: dbtest.URL(t), Executable: exe}
+	o.defaults()
+	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", 4, o.Logger, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.close()
+	before := childPIDs(t)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := processes(ctx, bdb, o, Phase{}, io.Discard)
+		done <- err
+	}()
+	// Cancel once something has been delivered: the worker process runs.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var n int
+		if err := bdb.pool.QueryRow(context.Background(), "SELECT count(*) FROM delivery_attempts").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("returned before the drain: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt within 60 s")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("cancelled mid-drain, yet no error")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("still running 60 s after cancel")
+	}
+	if left := slices.DeleteFunc(childPIDs(t), func(pid int) bool { return slices.Contains(before, pid) }); len(left) > 0 {
+		t.Fatalf("processes left running: %v", left)
+	}
+}
+
+// childPIDs lists this process's children, reaped or not.
+func childPIDs(t *testing.T) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, path := range stats {
+		ppid, _, ok := procTimes(path)
+		if ok && ppid == os.Getpid() {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+var hooklineBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builtHookline returns the hookline binary built from this module, once
+// per test binary, in a directory per user and checkout, renamed into
+// place so that concurrent runs never execute a half-written file.
+func builtHookline(t *testing.T) string {
+	t.Helper()
+	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildHookline() })
+	if hooklineBuild.err != nil {
+		t.Fatalf("build hookline: %v", hooklineBuild.err)
+	}
+	return hooklineBuild.path
+}
+
+func buildHookline() (string, error) {
+	root, err := filepath.Abs(filepath.Join("..", "..")) // go test runs in worker/bench
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hookline-benchtest-%d-%s", os.Getuid(), hex.EncodeToString(sum[:4])))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("hookline.%d.tmp", os.Getpid()))
+	cmd := exec.Command("go", "build", "-o", tmp, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	bin := filepath.Join(dir, "hookline")
+	if err := os.Rename(tmp, bin); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return bin, nil
+}
