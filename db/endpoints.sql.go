@@ -698,11 +698,7 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.filter IS NOT NULL
   AND p.archived_at IS NULL
   AND ($1::bigint IS NULL OR e.partner_id = $1::bigint)
-  AND (cardinality(e.event_types) = 0
-       OR $2::text = ANY (e.event_types)
-       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
-                  WHERE t.pattern LIKE '%*'
-                    AND starts_with($2::text, left(t.pattern, -1))))
+  AND hookline_subscribes(e.event_types, $2::text)
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = $3::uuid AND d.endpoint_id = e.id)
 ORDER BY p.name, e.name
 `

@@ -16,10 +16,7 @@ const endpointFilterPreviewEvents = `-- name: EndpointFilterPreviewEvents :many
 SELECT r.id, r.type, r.payload, r.created_at
 FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
       FROM events ev ORDER BY ev.id DESC LIMIT $1) r
-WHERE cardinality($2::text[]) = 0
-   OR r.type = ANY ($2::text[])
-   OR EXISTS (SELECT 1 FROM unnest($2::text[]) AS t(pattern)
-              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
+WHERE hookline_subscribes($2::text[], r.type)
 ORDER BY r.id DESC
 LIMIT $3
 `

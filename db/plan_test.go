@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/dbtest"
@@ -34,6 +37,45 @@ func (c *captured) Query(_ context.Context, sql string, args ...any) (pgx.Rows, 
 func (c *captured) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	c.sql, c.args = sql, args
 	return pgconn.CommandTag{}, errCaptured
+}
+
+func (c *captured) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
+	c.sql, c.args = b.QueuedQueries[0].SQL, b.QueuedQueries[0].Arguments
+	return capturedBatch{}
+}
+
+type capturedBatch struct{}
+
+func (capturedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, errCaptured }
+func (capturedBatch) Query() (pgx.Rows, error)         { return nil, errCaptured }
+func (capturedBatch) QueryRow() pgx.Row                { return nil }
+func (capturedBatch) Close() error                     { return nil }
+func (capturedBatch) Tx() pgx.Tx                       { return nil }
+
+// explain returns the plan of the statement captured in stmt under
+// plan_cache_mode mode.
+func explain(t *testing.T, pool *pgxpool.Pool, stmt captured, mode string) planNode {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+stmt.sql, stmt.args...).Scan(&raw); err != nil {
+		t.Fatalf("explain (%s): %v", mode, err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("plan %s: %v", raw, err)
+	}
+	return plans[0].Plan
 }
 
 // planNode is the part of EXPLAIN (FORMAT JSON) the plan tests read.
@@ -130,29 +172,49 @@ func TestCompletionPlan(t *testing.T) {
 			t.Fatalf("%s: want the statement captured, got %v", c.name, err)
 		}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-				t.Fatal(err)
-			}
-			var raw []byte
-			err = tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+stmt.sql, stmt.args...).Scan(&raw)
-			_ = tx.Rollback(ctx)
-			if err != nil {
-				t.Fatalf("%s (%s): explain: %v", c.name, mode, err)
-			}
-			var plans []struct {
-				Plan planNode `json:"Plan"`
-			}
-			if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
-				t.Fatalf("%s (%s): plan %s: %v", c.name, mode, raw, err)
-			}
-			scans := plans[0].Plan.scansOf("deliveries")
+			scans := explain(t, pool, stmt, mode).scansOf("deliveries")
 			if len(scans) != 1 || scans[0] != "Index Scan on deliveries_pkey by (id = u.id)" {
-				t.Errorf("%s (%s): deliveries read by %s, want one Index Scan on deliveries_pkey by (id = u.id)\n%s",
-					c.name, mode, strings.Join(scans, ", "), raw)
+				t.Errorf("%s (%s): deliveries read by %s, want one Index Scan on deliveries_pkey by (id = u.id)",
+					c.name, mode, strings.Join(scans, ", "))
+			}
+		}
+	}
+}
+
+// TestFanOutPlan: with many endpoints, each subscribed to its own types,
+// fan-out finds an event's endpoints through the event_types index and
+// tests one by one only the endpoints that take every type or a pattern,
+// never every endpoint against every event.
+func TestFanOutPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO partners (name) VALUES ('plan');
+		INSERT INTO endpoints (partner_id, name, kind, url, event_types)
+		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/', ARRAY['conversion.' || i, 'refund.' || i]
+		FROM partners p, generate_series(1, 3000) i;
+		INSERT INTO endpoints (partner_id, name, kind, url, event_types)
+		SELECT p.id, 'w' || i, 'webhook', 'http://127.0.0.1:1/', CASE WHEN i = 1 THEN '{}' ELSE ARRAY['order.*'] END
+		FROM partners p, generate_series(1, 3) i;
+		ANALYZE endpoints;`); err != nil {
+		t.Fatal(err)
+	}
+	events := make([]db.FanOutEvent, 10)
+	for i := range events {
+		events[i] = db.FanOutEvent{ID: uuid.New(), Type: fmt.Sprintf("conversion.%d", i+1)}
+	}
+	var stmt captured
+	var err error
+	db.New(&stmt).DeliveryFanOut(ctx, db.FanOut(events)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) { err = e })
+	if !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		scans := explain(t, pool, stmt, mode).scansOf("endpoints")
+		for _, s := range scans {
+			if strings.HasPrefix(s, "Seq Scan") {
+				t.Errorf("fan-out (%s) reads endpoints by %s", mode, strings.Join(scans, ", "))
+				break
 			}
 		}
 	}

@@ -113,11 +113,7 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.filter IS NOT NULL
   AND p.archived_at IS NULL
   AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id')::bigint)
-  AND (cardinality(e.event_types) = 0
-       OR @event_type::text = ANY (e.event_types)
-       OR EXISTS (SELECT 1 FROM unnest(e.event_types) AS t(pattern)
-                  WHERE t.pattern LIKE '%*'
-                    AND starts_with(@event_type::text, left(t.pattern, -1))))
+  AND hookline_subscribes(e.event_types, @event_type::text)
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = @event_id::uuid AND d.endpoint_id = e.id)
 ORDER BY p.name, e.name;
 

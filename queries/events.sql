@@ -207,10 +207,7 @@ LIMIT @row_limit::int;
 SELECT r.id, r.type, r.payload, r.created_at
 FROM (SELECT ev.id, ev.type, ev.payload, ev.created_at
       FROM events ev ORDER BY ev.id DESC LIMIT @scan_rows) r
-WHERE cardinality(@event_types::text[]) = 0
-   OR r.type = ANY (@event_types::text[])
-   OR EXISTS (SELECT 1 FROM unnest(@event_types::text[]) AS t(pattern)
-              WHERE t.pattern LIKE '%*' AND starts_with(r.type, left(t.pattern, -1)))
+WHERE hookline_subscribes(@event_types::text[], r.type)
 ORDER BY r.id DESC
 LIMIT @max_rows;
 
