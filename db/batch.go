@@ -214,3 +214,104 @@ func (b *EventInsertBatchBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }
+
+const eventInsertSet = `-- name: EventInsertSet :batchmany
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
+       CASE WHEN v.n_search > 0 THEN ($1::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
+       CASE WHEN v.n_search > 0 THEN ($2::text[])[v.search_at + 1 : v.search_at + v.n_search] END
+FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS type, unnest($5::text[]) AS payload,
+             unnest($6::text[]) AS key, unnest($7::bigint[]) AS partner_id,
+             unnest($8::int[]) AS search_at, unnest($9::int[]) AS n_search,
+             generate_subscripts($3::uuid[], 1) AS n) v
+ORDER BY v.n
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id
+`
+
+type EventInsertSetBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type EventInsertSetParams struct {
+	SearchKeys    []string
+	SearchValues  []string
+	Ids           []uuid.UUID
+	Types         []string
+	Payloads      []string
+	Keys          []string
+	PartnerIds    []int64
+	SearchOffsets []int32
+	SearchCounts  []int32
+}
+
+// Stores an ingest's events in one statement (EventInsertBatch takes one
+// statement per event, and a statement's own start was most of an event's
+// cost; see worker/bench/performance.md). The arrays are parallel, one
+// element per event: an empty @keys element is no idempotency key (a key
+// is 1 to 255 characters) and partner 0 is none. An event's search keys
+// and values are the slice @search_counts long at @search_offsets of
+// @search_keys/@search_values (NULL when it has none). Returns the ids
+// inserted: an idempotency key used before, or earlier in the same set,
+// inserts nothing (ON CONFLICT waits for a concurrent insert of the same
+// key to commit). A value PostgreSQL refuses fails the whole set, without
+// saying which event: the caller then stores them one statement each
+// (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
+// it travels with BEGIN through db.TxPipeline.SendBatch.
+func (q *Queries) EventInsertSet(ctx context.Context, arg []EventInsertSetParams) *EventInsertSetBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.SearchKeys,
+			a.SearchValues,
+			a.Ids,
+			a.Types,
+			a.Payloads,
+			a.Keys,
+			a.PartnerIds,
+			a.SearchOffsets,
+			a.SearchCounts,
+		}
+		batch.Queue(eventInsertSet, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &EventInsertSetBatchResults{br, len(arg), false}
+}
+
+func (b *EventInsertSetBatchResults) Query(f func(int, []uuid.UUID, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		items := []uuid.UUID{}
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id uuid.UUID
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				items = append(items, id)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *EventInsertSetBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}

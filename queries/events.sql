@@ -11,6 +11,32 @@ VALUES (@id, @type, @payload, sqlc.narg('idempotency_key'), sqlc.narg('partner_i
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
 
+-- name: EventInsertSet :batchmany
+-- Stores an ingest's events in one statement (EventInsertBatch takes one
+-- statement per event, and a statement's own start was most of an event's
+-- cost; see worker/bench/performance.md). The arrays are parallel, one
+-- element per event: an empty @keys element is no idempotency key (a key
+-- is 1 to 255 characters) and partner 0 is none. An event's search keys
+-- and values are the slice @search_counts long at @search_offsets of
+-- @search_keys/@search_values (NULL when it has none). Returns the ids
+-- inserted: an idempotency key used before, or earlier in the same set,
+-- inserts nothing (ON CONFLICT waits for a concurrent insert of the same
+-- key to commit). A value PostgreSQL refuses fails the whole set, without
+-- saying which event: the caller then stores them one statement each
+-- (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
+-- it travels with BEGIN through db.TxPipeline.SendBatch.
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
+       CASE WHEN v.n_search > 0 THEN (@search_keys::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
+       CASE WHEN v.n_search > 0 THEN (@search_values::text[])[v.search_at + 1 : v.search_at + v.n_search] END
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@types::text[]) AS type, unnest(@payloads::text[]) AS payload,
+             unnest(@keys::text[]) AS key, unnest(@partner_ids::bigint[]) AS partner_id,
+             unnest(@search_offsets::int[]) AS search_at, unnest(@search_counts::int[]) AS n_search,
+             generate_subscripts(@ids::uuid[], 1) AS n) v
+ORDER BY v.n
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id;
+
 -- name: NotificationEnqueue :exec
 -- Hands one notification to a channel's endpoint through hookline's own
 -- queue: an event of type hookline/<kind> (a type the API cannot take, so

@@ -186,6 +186,10 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 // (db.TxPipeline): the endpoints' filters are read first, then BEGIN and the
 // inserts go in one round trip, the fan-out, NOTIFY and COMMIT in another.
 // An event is accepted only once that COMMIT has succeeded.
+//
+// The events are inserted by one statement. Should PostgreSQL refuse one
+// of them as data, that statement cannot say which: the transaction is
+// rolled back and tried again with a statement per event, which does.
 func (s *Server) storeEvents(ctx context.Context, ok []validated, results []ingestResult) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -198,39 +202,54 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 	if err != nil {
 		return err
 	}
-	tx := db.NewTxPipeline(conn)
-	if err := s.storeEventsIn(ctx, tx, filters, ok, results); err != nil {
+	for _, oneByOne := range []bool{false, true} {
+		tx := db.NewTxPipeline(conn)
+		err = s.storeEventsIn(ctx, tx, filters, ok, results, oneByOne)
+		if err == nil {
+			return nil
+		}
 		tx.Rollback(ctx)
-		return err
+		if !errors.Is(err, errRefusedInSet) {
+			return err
+		}
 	}
-	return nil
+	return err
 }
 
-func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters []filter.Endpoint, ok []validated, results []ingestResult) error {
+// errRefusedInSet: PostgreSQL refused one of a set of events as data.
+var errRefusedInSet = errors.New("an event of the set was refused")
+
+func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters []filter.Endpoint, ok []validated, results []ingestResult, oneByOne bool) error {
 	q := db.New(tx)
-	params := make([]db.EventInsertBatchParams, len(ok))
 	keys := newSearchKeySet(s.cfg.SearchKeys)
+	events := make([]db.NewEvent, len(ok))
 	for i, v := range ok {
-		params[i] = db.EventInsertBatchParams{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
-		params[i].SearchKeys, params[i].SearchValues = keys.extract(v.payload)
+		events[i] = db.NewEvent{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
+		events[i].SearchKeys, events[i].SearchValues = keys.extract(v.payload)
 	}
 	inserted := make([]bool, len(ok))
-	var batchErr error
-	batchAt := 0
-	q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
-		switch {
-		case err == nil:
-			inserted[i] = true
-		case db.NoRows(err): // idempotency key used before
-		case batchErr == nil:
-			batchErr, batchAt = err, i
+	if oneByOne {
+		if err := insertOneByOne(ctx, q, events, inserted); err != nil {
+			return err
 		}
-	})
-	if pgErr, ok := refusedAsInput(batchErr); ok {
-		return &refusedEvent{at: batchAt, err: pgErr}
-	}
-	if batchErr != nil {
-		return fmt.Errorf("insert events: %w", batchErr)
+	} else {
+		at := make(map[uuid.UUID]int, len(ok))
+		for i, v := range ok {
+			at[v.id] = i
+		}
+		var setErr error
+		q.EventInsertSet(ctx, db.EventSet(events)).Query(func(_ int, ids []uuid.UUID, err error) {
+			setErr = err
+			for _, id := range ids {
+				inserted[at[id]] = true
+			}
+		})
+		if _, ok := refusedAsInput(setErr); ok {
+			return errRefusedInSet
+		}
+		if setErr != nil {
+			return fmt.Errorf("insert events: %w", setErr)
+		}
 	}
 	if err := tx.Err(); err != nil {
 		return fmt.Errorf("insert events: %w", err)
@@ -259,9 +278,10 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 		if len(dupKeys) == 0 {
 			tx.NotifyAndCommitWithNextBatch(events)
 		}
+		var fanErr error
 		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
 			if err != nil {
-				batchErr = err
+				fanErr = err
 				return
 			}
 			for _, r := range rows {
@@ -269,8 +289,8 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 			}
 			queued += len(rows)
 		})
-		if batchErr != nil {
-			return fmt.Errorf("queue deliveries: %w", batchErr)
+		if fanErr != nil {
+			return fmt.Errorf("queue deliveries: %w", fanErr)
 		}
 		for _, i := range fanIdx {
 			v := ok[i]
@@ -287,6 +307,35 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 		}
 	}
 	return tx.Commit(ctx, queued > 0)
+}
+
+// insertOneByOne inserts events with a statement each, marking those
+// inserted (an idempotency key used before inserts nothing); it names the
+// event PostgreSQL refuses as data, if any.
+func insertOneByOne(ctx context.Context, q *db.Queries, events []db.NewEvent, inserted []bool) error {
+	params := make([]db.EventInsertBatchParams, len(events))
+	for i, e := range events {
+		params[i] = db.EventInsertBatchParams{ID: e.ID, Type: e.Type, Payload: e.Payload, IdempotencyKey: e.IdempotencyKey,
+			PartnerID: e.PartnerID, SearchKeys: e.SearchKeys, SearchValues: e.SearchValues}
+	}
+	var batchErr error
+	batchAt := 0
+	q.EventInsertBatch(ctx, params).QueryRow(func(i int, _ uuid.UUID, err error) {
+		switch {
+		case err == nil:
+			inserted[i] = true
+		case db.NoRows(err): // idempotency key used before
+		case batchErr == nil:
+			batchErr, batchAt = err, i
+		}
+	})
+	if pgErr, ok := refusedAsInput(batchErr); ok {
+		return &refusedEvent{at: batchAt, err: pgErr}
+	}
+	if batchErr != nil {
+		return fmt.Errorf("insert events: %w", batchErr)
+	}
+	return nil
 }
 
 // endpointFilters reads the payload filters of the endpoints that can

@@ -451,19 +451,19 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 	}
 	ids := make([]uuid.UUID, n)
 	types := make([]string, n)
-	ev := make([]db.EventInsertBatchParams, n)
+	ev := make([]db.NewEvent, n)
 	for i := range n {
 		ids[i], _ = uuid.NewV7()
 		types[i] = "conversion.approved"
 		if typeOf != nil {
 			types[i] = typeOf(i)
 		}
-		ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: types[i], Payload: payload}
+		ev[i] = db.NewEvent{ID: ids[i], Type: types[i], Payload: payload}
 	}
 	tx := db.NewTxPipeline(conn)
 	qt := db.New(tx)
 	var berr error
-	qt.EventInsertBatch(ctx, ev).QueryRow(func(_ int, _ uuid.UUID, err error) { berr = errors.Join(berr, err) })
+	qt.EventInsertSet(ctx, db.EventSet(ev)).Query(func(_ int, _ []uuid.UUID, err error) { berr = errors.Join(berr, err) })
 	if berr = errors.Join(berr, tx.Err()); berr != nil {
 		tx.Rollback(ctx)
 		return nil, berr
