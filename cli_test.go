@@ -142,6 +142,7 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 		{"bench --deliveries 0", nil, "bench: --deliveries 0", true},
 		{"bench --sink 10.1.2.3:0", nil, `bench: --sink "10.1.2.3:0": want a loopback address`, true},
 		{"bench --processes --rate 100", nil, "bench: --processes adds a row to the drain", true},
+		{"bench --rate 100 --ingesters 0", nil, "bench: --ingesters 0: want at least 1", true},
 		{"serve", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 		{"user add --email ops@hookline.test", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 	}

@@ -997,6 +997,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	rate := fs.Int("rate", 0, "instead of the drain: queue this many events per second for -duration while the worker delivers them, and report their latencies")
 	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post (after a warm-up of a fifth of it, at most 2s)")
 	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
+	ingesters := fs.Int("ingesters", 8, "with -rate: ingest transactions in flight at once, as concurrent API requests")
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
 	return func() (runFunc, error) {
@@ -1018,7 +1019,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			for _, f := range []struct {
 				name string
 				v    int
-			}{{"rate", *rate}, {"batch", *batch}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}} {
+			}{{"rate", *rate}, {"batch", *batch}, {"ingesters", *ingesters}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}} {
 				if f.v < 1 {
 					return nil, fmt.Errorf("--%s %d: want at least 1", f.name, f.v)
 				}
@@ -1034,7 +1035,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				_, err := bench.Steady(ctx, bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Batch: *batch, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}, std.out)
 				return err
