@@ -25,9 +25,8 @@ import (
 type TxPipeline struct {
 	conn      DBTX
 	begun     bool
-	commitNow bool                  // NOTIFY and COMMIT go with the next batch
-	notify    []uuid.UUID           // the events whose endpoints the NOTIFY names
-	filters   *[]EndpointFiltersRow // EndpointFilters goes ahead of the next batch, read into this
+	commitNow bool        // NOTIFY and COMMIT go with the next batch
+	notify    []uuid.UUID // the events whose endpoints the NOTIFY names
 	committed bool
 	err       error
 }
@@ -43,11 +42,6 @@ func NewTxPipeline(conn DBTX) *TxPipeline { return &TxPipeline{conn: conn} }
 func (t *TxPipeline) NotifyAndCommitWithNextBatch(events []uuid.UUID) {
 	t.commitNow, t.notify = true, events
 }
-
-// EndpointFiltersWithNextBatch sends EndpointFilters ahead of the next
-// batch, in its round trip and in the transaction, and reads its rows into
-// dst before that batch's own results.
-func (t *TxPipeline) EndpointFiltersWithNextBatch(dst *[]EndpointFiltersRow) { t.filters = dst }
 
 // Committed reports whether a batch carried the COMMIT and it succeeded.
 func (t *TxPipeline) Committed() bool { return t.committed }
@@ -121,20 +115,14 @@ func (t *TxPipeline) CopyFrom(ctx context.Context, table pgx.Identifier, columns
 	return t.conn.CopyFrom(ctx, table, columns, src)
 }
 
-// SendBatch sends b with BEGIN (the first time) and EndpointFilters (when
-// asked) before it and NOTIFY and COMMIT after it (when asked), in one
-// round trip.
+// SendBatch sends b with BEGIN before it (the first time) and NOTIFY and
+// COMMIT after it (when asked), in one round trip.
 func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	out := &pgx.Batch{}
 	begin := !t.begun
 	if begin {
 		out.Queue("BEGIN")
 		t.begun = true
-	}
-	filters := t.filters
-	if filters != nil {
-		out.Queue(endpointFilters)
-		t.filters = nil
 	}
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
@@ -150,36 +138,7 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 			return failedBatch{t.err}
 		}
 	}
-	if filters != nil {
-		if err := readEndpointFilters(br, filters); err != nil {
-			t.err = errors.Join(err, br.Close())
-			return failedBatch{t.err}
-		}
-	}
 	return &pipelinedResults{BatchResults: br, tx: t, commit: commit}
-}
-
-// readEndpointFilters reads EndpointFilters' rows from br, as the
-// generated EndpointFilters does from its query.
-func readEndpointFilters(br pgx.BatchResults, dst *[]EndpointFiltersRow) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	items := []EndpointFiltersRow{}
-	for rows.Next() {
-		var i EndpointFiltersRow
-		if err := rows.Scan(&i.ID, &i.Filter); err != nil {
-			return err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	*dst = items
-	return nil
 }
 
 // pipelinedResults records, on Close, the batch's first error and whether
