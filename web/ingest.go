@@ -269,14 +269,14 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 	}
 	queued := 0
 	if len(fan) > 0 {
-		events := make([]uuid.UUID, len(fan))
+		fanned := make([]uuid.UUID, len(fan))
 		refs := make(map[uuid.UUID][]deliveryRef, len(fan))
 		for i := range fan {
-			events[i] = fan[i].ID
+			fanned[i] = fan[i].ID
 			refs[fan[i].ID] = []deliveryRef{}
 		}
 		if len(dupKeys) == 0 {
-			tx.NotifyAndCommitWithNextBatch(events)
+			tx.NotifyAndCommitWithNextBatch(fanned)
 		}
 		var fanErr error
 		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
