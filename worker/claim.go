@@ -44,7 +44,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		// Without its liveness lock this worker may already count as dead
 		// to the others, who then own its leases: it claims nothing.
 		if w.alive.Load() && (room >= minClaim || (room > 0 && busy == 0)) {
-			ids, everywhere := w.hints.take()
+			ids, everywhere, asked := w.hints.take()
 			every := w.cfg.PollInterval
 			if w.capped.Load() {
 				every = min(every, 100*time.Millisecond)
@@ -74,6 +74,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 				w.claimedRows.Add(int64(len(rows)))
 				if everywhere {
 					lookedEverywhere = time.Now()
+					w.lookedFor.Store(asked)
 					w.claimPasses.Add(1)
 				}
 				at := time.Now()

@@ -21,6 +21,7 @@ type claimHints struct {
 	mu         sync.Mutex
 	ids        map[int64]struct{}
 	everywhere bool
+	asked      int64 // looks everywhere asked for so far
 }
 
 // add names endpoints to look at.
@@ -48,26 +49,36 @@ func (h *claimHints) add(ids ...int64) {
 func (h *claimHints) all() {
 	h.mu.Lock()
 	h.everywhere, h.ids = true, nil
+	h.asked++
 	h.mu.Unlock()
 }
 
-// take returns what was asked since the last take and forgets it.
-func (h *claimHints) take() (ids []int64, everywhere bool) {
+// askedEverywhere is how many looks everywhere were asked for so far.
+func (h *claimHints) askedEverywhere() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.asked
+}
+
+// take returns what was asked since the last take and forgets it; asked
+// is askedEverywhere as of the take.
+func (h *claimHints) take() (ids []int64, everywhere bool, asked int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	asked = h.asked
 	if h.everywhere {
 		h.everywhere = false
-		return nil, true
+		return nil, true, asked
 	}
 	if len(h.ids) == 0 {
-		return nil, false
+		return nil, false, asked
 	}
 	ids = make([]int64, 0, len(h.ids))
 	for id := range h.ids {
 		ids = append(ids, id)
 	}
 	clear(h.ids)
-	return ids, false
+	return ids, false, asked
 }
 
 // parseEndpointList reads a wake-up NOTIFY's payload, the endpoint ids

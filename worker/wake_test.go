@@ -32,11 +32,18 @@ func (e *env) notify(payload string) {
 	}
 }
 
-// listening waits until w's notification listener is in place.
-func (e *env) listening() {
+// settled waits until w listens and every look everywhere its start asked
+// for (the claim loop's first claim, the liveness lock, the listener: three)
+// has been made: from then on, with a long poll interval, only what the
+// test does makes w look everywhere.
+func (e *env) settled(w *Worker) {
 	e.t.Helper()
 	e.waitFor("the worker's LISTEN", func() bool {
 		return e.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookline_deliveries'") == 1
+	})
+	e.waitFor("the looks everywhere the start asked for", func() bool {
+		asked := w.hints.askedEverywhere()
+		return asked >= 3 && w.lookedFor.Load() >= asked
 	})
 }
 
@@ -53,8 +60,7 @@ func TestWakeClaimsNamedEndpoints(t *testing.T) {
 	clk := newClock()
 	w := e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
 	e.run(w)
-	e.listening()
-	e.waitFor("the first look everywhere", func() bool { return w.claimPasses.Load() >= 1 })
+	e.settled(w)
 
 	later := clk.Now().Add(time.Minute)
 	evB := e.queueQuietly(b, later)
@@ -80,8 +86,7 @@ func TestWakeStillLooksEverywhere(t *testing.T) {
 	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
 	w := e.worker(func(c *Config) { c.PollInterval = 300 * time.Millisecond })
 	e.run(w)
-	e.listening()
-	e.waitFor("the first look everywhere", func() bool { return w.claimPasses.Load() >= 1 })
+	e.settled(w)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -122,28 +127,28 @@ func TestParseEndpointList(t *testing.T) {
 
 func TestClaimHints(t *testing.T) {
 	var h claimHints
-	if ids, all := h.take(); ids != nil || all {
+	if ids, all, _ := h.take(); ids != nil || all {
 		t.Fatalf("empty hints gave %v, %v", ids, all)
 	}
 	h.add(3, 1, 3)
-	ids, all := h.take()
+	ids, all, _ := h.take()
 	slices.Sort(ids)
 	if all || !slices.Equal(ids, []int64{1, 3}) {
 		t.Fatalf("take = %v, %v; want [1 3]", ids, all)
 	}
-	if ids, all := h.take(); ids != nil || all {
+	if ids, all, _ := h.take(); ids != nil || all {
 		t.Fatalf("a second take gave %v, %v", ids, all)
 	}
 	h.add(1)
 	h.all()
 	h.add(2)
-	if ids, all := h.take(); ids != nil || !all {
-		t.Fatalf("after all: %v, %v; want everywhere", ids, all)
+	if ids, all, asked := h.take(); ids != nil || !all || asked != 1 {
+		t.Fatalf("after all: %v, %v, asked %d; want everywhere, asked once", ids, all, asked)
 	}
 	for i := range maxHinted + 1 {
 		h.add(int64(i + 1))
 	}
-	if ids, all := h.take(); ids != nil || !all {
-		t.Fatalf("over %d endpoints: %d ids, %v; want everywhere", maxHinted, len(ids), all)
+	if ids, all, asked := h.take(); ids != nil || !all || asked != 1 {
+		t.Fatalf("over %d endpoints: %d ids, %v, asked %d; want everywhere", maxHinted, len(ids), all, asked)
 	}
 }

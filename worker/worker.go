@@ -130,6 +130,11 @@ type Worker struct {
 	// of sleeping.
 	claimPasses atomic.Int64
 	claimedRows atomic.Int64
+	// lookedFor is how many looks everywhere had been asked for
+	// (claimHints.askedEverywhere) when the last claim that looked
+	// everywhere took its hints: a test waits for it to reach what was
+	// asked before it relies on no look everywhere coming.
+	lookedFor atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
 	queue   chan queued
