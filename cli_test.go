@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
 
 // emptyDataDir is a data directory that the postgres user can enter when
@@ -179,7 +180,7 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 // TestBinaryExitStatus checks the same promises at the process boundary:
 // stdout, stderr and exit status of the built binary.
 func TestBinaryExitStatus(t *testing.T) {
-	bin := builtHookline(t)
+	bin := hooklinebin.Path(t)
 	dir := emptyDataDir(t)
 	cases := []struct {
 		args   string

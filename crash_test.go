@@ -13,9 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +23,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
 
 // TestKill9LosesNothing kills hookline with SIGKILL in the middle of a
@@ -637,7 +635,7 @@ func newCrashRigOn(t *testing.T, dbURL string, rcv *crashReceiver, grace string,
 	t.Helper()
 	r := &crashRig{
 		t:         t,
-		bin:       builtHookline(t),
+		bin:       hooklinebin.Path(t),
 		addr:      crashLoopbackAddr(t),
 		rcv:       rcv,
 		timeoutMs: timeoutMs,
@@ -1180,50 +1178,6 @@ func clonedCounts(m map[string]int) map[string]int {
 		c[k] = v
 	}
 	return c
-}
-
-var hooklineBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// builtHookline returns the hookline binary built from this module, built
-// once per test binary. It lives in a directory per user and checkout and
-// is renamed into place, so concurrent runs never execute a half-written
-// file and no copy accumulates per run.
-func builtHookline(t *testing.T) string {
-	t.Helper()
-	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildHookline() })
-	if hooklineBuild.err != nil {
-		t.Fatalf("build hookline: %v", hooklineBuild.err)
-	}
-	return hooklineBuild.path
-}
-
-func buildHookline() (string, error) {
-	root, err := os.Getwd() // package main is the module root, where go test runs it
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hookline-proctest-%d-%s", os.Getuid(), hex.EncodeToString(sum[:4])))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf("hookline.%d.tmp", os.Getpid()))
-	cmd := exec.Command("go", "build", "-o", tmp, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	bin := filepath.Join(dir, "hookline")
-	if err := os.Rename(tmp, bin); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return bin, nil
 }
 
 // crashLoopbackAddr returns a loopback address with a port nobody listens on.

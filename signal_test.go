@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
 
 // TestRepeatedSigtermStopsEmbeddedPostgres is "make run" stopped by a
@@ -20,7 +22,7 @@ import (
 // cluster, never leave it running with nobody to stop it.
 func TestRepeatedSigtermStopsEmbeddedPostgres(t *testing.T) {
 	requirePostgres(t)
-	bin := builtHookline(t)
+	bin := hooklinebin.Path(t)
 	for _, phase := range []string{"back to back", "during shutdown", "while starting"} {
 		t.Run(phase, func(t *testing.T) {
 			dir := emptyDataDir(t)

@@ -3,21 +3,17 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
 
 // TestProcessesDeliverEachOnce drains a small queue in the deployed
@@ -25,7 +21,7 @@ import (
 // process exactly once, the report names the topology, and no process the
 // bench started outlives it.
 func TestProcessesDeliverEachOnce(t *testing.T) {
-	exe := builtHookline(t)
+	exe := hooklinebin.Path(t)
 	ctx := context.Background()
 	o := Options{Deliveries: 500, Endpoints: 5, Concurrency: 16, DatabaseURL: dbtest.URL(t), Executable: exe}
 	o.defaults()
@@ -75,7 +71,7 @@ func TestProcessesDeliverEachOnce(t *testing.T) {
 // TestProcessesStopOnCancel: cancelled while the worker process drains,
 // the bench returns and has stopped every process it started.
 func TestProcessesStopOnCancel(t *testing.T) {
-	exe := builtHookline(t)
+	exe := hooklinebin.Path(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A slow receiver: the drain lasts long enough to be interrupted.
@@ -143,47 +139,4 @@ func childPIDs(t *testing.T) []int {
 		}
 	}
 	return pids
-}
-
-var hooklineBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// builtHookline returns the hookline binary built from this module, once
-// per test binary, in a directory per user and checkout, renamed into
-// place so that concurrent runs never execute a half-written file.
-func builtHookline(t *testing.T) string {
-	t.Helper()
-	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildHookline() })
-	if hooklineBuild.err != nil {
-		t.Fatalf("build hookline: %v", hooklineBuild.err)
-	}
-	return hooklineBuild.path
-}
-
-func buildHookline() (string, error) {
-	root, err := filepath.Abs(filepath.Join("..", "..")) // go test runs in worker/bench
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hookline-benchtest-%d-%s", os.Getuid(), hex.EncodeToString(sum[:4])))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf("hookline.%d.tmp", os.Getpid()))
-	cmd := exec.Command("go", "build", "-o", tmp, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	bin := filepath.Join(dir, "hookline")
-	if err := os.Rename(tmp, bin); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return bin, nil
 }
