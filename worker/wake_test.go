@@ -93,9 +93,15 @@ func TestWakeStillLooksEverywhere(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			_, _ = e.pool.Exec(ctx, "SELECT pg_notify('hookline_deliveries', $1)", fmt.Sprint(a))
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	ev := e.queueQuietly(b, time.Now().Add(-time.Second))
