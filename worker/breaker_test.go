@@ -47,9 +47,11 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 		t.Fatal("an open breaker's deliveries were claimed")
 	}
 
-	// Cooldown over: exactly one probe, which fails → cooldown doubles.
-	clk.Advance(300 * time.Second)
+	// Cooldown over: exactly one probe, which fails → cooldown doubles. The
+	// counter is read before the clock moves: the worker's own maintenance
+	// loop may take the probe before the passes below do.
 	claimed := w.claimedRows.Load()
+	clk.Advance(300 * time.Second)
 	w.probe(ctx, ctx)
 	w.probe(ctx, ctx) // a second pass (or replica) must not send another probe
 	if n := w.claimedRows.Load() - claimed; n != 1 {
