@@ -22,6 +22,8 @@ const retentionBudget = 5 * time.Second
 // retain deletes telemetry and finished work past their retention, in small
 // batches. Dead letters are kept: they are the debugging dataset.
 func (w *Worker) retain(ctx context.Context) error {
+	w.retainMu.Lock()
+	defer w.retainMu.Unlock()
 	now := w.now()
 	r := w.cfg.Retention
 	deadline := time.Now().Add(retentionBudget)

@@ -143,8 +143,9 @@ type Worker struct {
 	hints   claimHints    // where the claim loop looks next
 	outbox  chan struct{} // a completion queued operator notifications
 	results chan outcome  // senders → completer
-	// sweep is the retention sweep's cursor over events (the maintenance
-	// goroutine's alone).
+	// retainMu makes retention passes one at a time (the maintenance loop's
+	// and RetainNow's); sweep, the events sweep's cursor, is under it.
+	retainMu sync.Mutex
 	sweep    eventSweep
 	inflight sync.WaitGroup
 	replicas atomic.Int32
