@@ -300,6 +300,94 @@ func (q *Queries) EndpointHealthOpen(ctx context.Context) ([]EndpointHealthOpenR
 	return items, nil
 }
 
+const endpointHealthRead = `-- name: EndpointHealthRead :many
+SELECT h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
+FROM endpoint_health h
+JOIN endpoints e ON e.id = h.endpoint_id
+WHERE h.endpoint_id = ANY($1::bigint[])
+ORDER BY h.endpoint_id
+`
+
+type EndpointHealthReadRow struct {
+	EndpointID           int64
+	State                string
+	ConsecutiveFailures  int32
+	OpenedAt             *time.Time
+	CooldownSeconds      int32
+	Paused               bool
+	PausedUntil          *time.Time
+	ProbeDeliveryID      *int64
+	LastSuccessAt        *time.Time
+	LastFailureAt        *time.Time
+	P50Ms                *float64
+	P95Ms                *float64
+	P99Ms                *float64
+	SampleCount          int64
+	RecentP95Ms          *float64
+	RecentSampleCount    int64
+	StatsRefreshedAt     *time.Time
+	UpdatedAt            time.Time
+	OkCount              int64
+	FailedDeliveries     int32
+	FirstFailedAt        *time.Time
+	BudgetWarned         int32
+	FailureThreshold     int32
+	DisableAfterFailures int32
+	DisableAfterHours    int32
+	Enabled              bool
+}
+
+// EndpointHealthLock's rows without the locks: a completion batch reads
+// first and locks only the endpoints its results change (see
+// Worker.applyBreaker). Same columns, so the row converts to
+// EndpointHealthLockRow.
+func (q *Queries) EndpointHealthRead(ctx context.Context, endpointIds []int64) ([]EndpointHealthReadRow, error) {
+	rows, err := q.db.Query(ctx, endpointHealthRead, endpointIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EndpointHealthReadRow{}
+	for rows.Next() {
+		var i EndpointHealthReadRow
+		if err := rows.Scan(
+			&i.EndpointID,
+			&i.State,
+			&i.ConsecutiveFailures,
+			&i.OpenedAt,
+			&i.CooldownSeconds,
+			&i.Paused,
+			&i.PausedUntil,
+			&i.ProbeDeliveryID,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.P50Ms,
+			&i.P95Ms,
+			&i.P99Ms,
+			&i.SampleCount,
+			&i.RecentP95Ms,
+			&i.RecentSampleCount,
+			&i.StatsRefreshedAt,
+			&i.UpdatedAt,
+			&i.OkCount,
+			&i.FailedDeliveries,
+			&i.FirstFailedAt,
+			&i.BudgetWarned,
+			&i.FailureThreshold,
+			&i.DisableAfterFailures,
+			&i.DisableAfterHours,
+			&i.Enabled,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointHealthSetBreaker = `-- name: EndpointHealthSetBreaker :exec
 UPDATE endpoint_health
 SET state = $1, consecutive_failures = $2, opened_at = $3,

@@ -50,6 +50,17 @@ WHERE h.endpoint_id = r.endpoint_id
   AND h.opened_at = r.opened_at
 RETURNING h.endpoint_id;
 
+-- name: EndpointHealthRead :many
+-- EndpointHealthLock's rows without the locks: a completion batch reads
+-- first and locks only the endpoints its results change (see
+-- Worker.applyBreaker). Same columns, so the row converts to
+-- EndpointHealthLockRow.
+SELECT h.*, e.failure_threshold, e.disable_after_failures, e.disable_after_hours, e.enabled
+FROM endpoint_health h
+JOIN endpoints e ON e.id = h.endpoint_id
+WHERE h.endpoint_id = ANY(@endpoint_ids::bigint[])
+ORDER BY h.endpoint_id;
+
 -- name: EndpointHealthLock :many
 -- Locks the health rows of the endpoints in a completion batch, in id order
 -- (every writer locks in that order, so replicas cannot deadlock). With

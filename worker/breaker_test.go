@@ -113,6 +113,55 @@ func TestLostProbeReopens(t *testing.T) {
 	}
 }
 
+// TestHealthyBatchesLockNoHealthRow: completion batches that change
+// nothing on an endpoint's health row (successes at a closed endpoint whose
+// last_success_at is fresh) neither write nor lock it. A row lock leaves
+// the locker's transaction id in the row's xmax; an update leaves a new
+// version whose xmax is 0. A failure still locks and writes.
+func TestHealthyBatchesLockNoHealthRow(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	epID, _ := e.endpoint(endpointOpts{url: rcv.URL})
+	clk := newClock() // stands still: every success finishes at the same instant
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Rand = fixedRand(0); c.FlushSize = 2 })
+	e.run(w)
+	xmax := func() string {
+		var x string
+		if err := e.pool.QueryRow(context.Background(),
+			"SELECT xmax::text FROM endpoint_health WHERE endpoint_id = $1", epID).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	delivered := func(n int) func() bool {
+		return func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == n }
+	}
+
+	e.events(4, "order.created", `{}`)
+	e.waitFor("first deliveries", delivered(4))
+	// Two of those batches may have read the row before the first wrote
+	// last_success_at, and locked it. A new version starts with xmax 0.
+	if _, err := e.pool.Exec(context.Background(), "UPDATE endpoint_health SET updated_at = updated_at WHERE endpoint_id = $1", epID); err != nil {
+		t.Fatal(err)
+	}
+	first := e.health(epID)
+	if first.LastSuccessAt == nil || !first.LastSuccessAt.Equal(clk.Now()) {
+		t.Fatalf("last_success_at %v after the first successes, want %v", first.LastSuccessAt, clk.Now())
+	}
+	e.events(20, "order.created", `{}`)
+	e.waitFor("more deliveries", delivered(24))
+	if x := xmax(); x != "0" {
+		t.Fatalf("health row xmax %s after batches that change nothing: it was locked", x)
+	}
+	if h := e.health(epID); h.UpdatedAt != first.UpdatedAt {
+		t.Fatalf("health row written by batches that change nothing (updated_at %v, was %v)", h.UpdatedAt, first.UpdatedAt)
+	}
+
+	rcv.setHandler(respond(http.StatusServiceUnavailable))
+	e.events(1, "order.created", `{}`)
+	e.waitFor("a failure recorded", func() bool { return e.health(epID).ConsecutiveFailures == 1 })
+}
+
 // TestHealthRowWrittenOnlyWhenItMatters: a batch of successes on a healthy
 // endpoint only moves last_success_at, which is written at most once per
 // successResolution; anything the breaker decides is always written.

@@ -23,7 +23,8 @@ import (
 // recording one batch per transaction. With two or more, one batch's
 // statements run while another waits for its commit to reach disk. Batches
 // of different flushers touch different deliveries; they meet only on
-// endpoint_health rows, which every writer locks in endpoint order. When all
+// endpoint_health rows that change, which every writer locks in endpoint
+// order (see applyBreaker). When all
 // flushers are busy and a batch is full, senders wait (backpressure). It
 // returns after w.results is closed and everything received is recorded.
 func (w *Worker) completer() {
@@ -306,9 +307,18 @@ func countsForBreaker(o *outcome) bool {
 	return o.res.Outcome != sender.Gone
 }
 
-// applyBreaker folds a batch's outcomes into each endpoint's breaker, under
-// the health rows' locks (taken in endpoint order). Results whose delivery
-// update was fenced off (stale) do not count.
+// applyBreaker folds a batch's outcomes into each endpoint's breaker. It
+// reads the health rows first without locks and locks (in endpoint order)
+// only the endpoints whose row the batch changes, then folds the outcomes
+// again into the locked rows and writes those. Most batches change nothing:
+// successes at a healthy endpoint move only last_success_at, which is
+// written at most once per successResolution. Without this every batch
+// locked every endpoint it touched, a row lock (a heap write) per endpoint
+// per batch, and concurrent flushers queued behind each other's commits on
+// those locks. A batch that changes nothing in the state it read is
+// ordered before any concurrent writer of the same rows, so skipping the
+// lock loses nothing. Results whose delivery update was fenced off
+// (stale) do not count.
 func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool, notes *notices) error {
 	var ids []int64
 	for i := range batch {
@@ -322,10 +332,37 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcom
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	rows, err := q.EndpointHealthLock(ctx, ids)
+	read, err := q.EndpointHealthRead(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read endpoint health: %w", err)
+	}
+	rows := make([]db.EndpointHealthLockRow, len(read))
+	for i, r := range read {
+		rows[i] = db.EndpointHealthLockRow(r)
+	}
+	ids = ids[:0]
+	for id, s := range w.foldBreaker(rows, batch, applied) {
+		if s.changed() {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	rows, err = q.EndpointHealthLock(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("lock endpoint health: %w", err)
 	}
+	states := w.foldBreaker(rows, batch, applied)
+	if err := writeBudgets(ctx, q, states, w.dbNow(), notes); err != nil {
+		return err
+	}
+	return writeHealth(ctx, q, states, w.dbNow())
+}
+
+// foldBreaker applies a batch's outcomes to the given health rows.
+func (w *Worker) foldBreaker(rows []db.EndpointHealthLockRow, batch []outcome, applied map[int64]bool) map[int64]*healthState {
 	states := make(map[int64]*healthState, len(rows))
 	for _, r := range rows {
 		states[r.EndpointID] = newHealthState(w.breaker, r)
@@ -348,10 +385,7 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcom
 		s.apply(w.breaker, o)
 		s.applyBudget(o)
 	}
-	if err := writeBudgets(ctx, q, states, w.dbNow(), notes); err != nil {
-		return err
-	}
-	return writeHealth(ctx, q, states, w.dbNow())
+	return states
 }
 
 // successResolution is how stale last_success_at may be. A busy endpoint

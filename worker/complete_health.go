@@ -45,6 +45,13 @@ func (s *healthState) needsWrite() bool {
 		now.probeID != was.probeID || !now.pausedUntil.Equal(was.pausedUntil)
 }
 
+// changed reports whether the batch changes anything stored on the
+// health row or has anything to announce: the breaker, the failure
+// budget's streak, a warning or a disable.
+func (s *healthState) changed() bool {
+	return s.needsWrite() || s.streak != s.loadedStreak || len(s.warns) > 0 || s.disable
+}
+
 func (s *healthState) row() healthRow {
 	return healthRow{h: s.h, probeID: s.probeID, pausedUntil: deref(s.pausedUntil)}
 }
