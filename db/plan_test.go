@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
@@ -28,6 +30,9 @@ type captured struct {
 }
 
 var errCaptured = errors.New("captured, not sent")
+
+// planStatements names the statements explain prepares.
+var planStatements atomic.Int64
 
 func (c *captured) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
 	c.sql, c.args = sql, args
@@ -65,8 +70,29 @@ func explain(t *testing.T, pool *pgxpool.Pool, stmt captured, mode string) planN
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 		t.Fatal(err)
 	}
+	// A prepared statement, EXECUTEd with its arguments written out as
+	// literals: EXPLAIN of the statement itself with parameters is planned
+	// with their values whatever plan_cache_mode says, so it would never
+	// show the generic plan.
+	name := fmt.Sprintf("plan_test_%d", planStatements.Add(1))
+	sd, err := tx.Conn().Prepare(ctx, name, stmt.sql)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	defer func() { _ = tx.Conn().Deallocate(ctx, name) }()
+	lits := make([]string, len(stmt.args))
+	for i, a := range stmt.args {
+		text, err := tx.Conn().TypeMap().Encode(sd.ParamOIDs[i], pgtype.TextFormatCode, a, nil)
+		if err != nil {
+			t.Fatalf("argument %d: %v", i+1, err)
+		}
+		lits[i] = "NULL"
+		if text != nil {
+			lits[i] = "'" + strings.ReplaceAll(string(text), "'", "''") + "'"
+		}
+	}
 	var raw []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+stmt.sql, stmt.args...).Scan(&raw); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+name+"("+strings.Join(lits, ", ")+")").Scan(&raw); err != nil {
 		t.Fatalf("explain (%s): %v", mode, err)
 	}
 	var plans []struct {
@@ -214,6 +240,105 @@ func TestFanOutPlan(t *testing.T) {
 		for _, s := range scans {
 			if strings.HasPrefix(s, "Seq Scan") {
 				t.Errorf("fan-out (%s) reads endpoints by %s", mode, strings.Join(scans, ", "))
+				break
+			}
+		}
+	}
+}
+
+// indexConds lists the index conditions of every node that reads index
+// (a scan without one reads the whole index: "").
+func (n planNode) indexConds(index string) []string {
+	var out []string
+	if n.IndexName == index {
+		out = append(out, n.IndexCond)
+	}
+	for _, c := range n.Plans {
+		out = append(out, c.indexConds(index)...)
+	}
+	return out
+}
+
+// TestClaimPlan: a claim for named endpoints counts the in-flight rows of
+// those endpoints only, through deliveries_in_flight by endpoint, never by
+// walking every in-flight row (what the wake path's claims did, 2.2 ms
+// against 1.0 ms for ten named endpoints with 512 rows in flight); and it
+// never scans deliveries.
+func TestClaimPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO partners (name) VALUES ('plan');
+		INSERT INTO endpoints (partner_id, name, kind, url)
+		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, 100) i;
+		INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints;
+		INSERT INTO events (id, type, payload)
+		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, 100);
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
+		SELECT ev.id, e.id, 5 FROM events ev, endpoints e;
+		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
+		WHERE id % 20 = 0;
+		ANALYZE;`); err != nil {
+		t.Fatal(err)
+	}
+	for _, named := range [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, nil} {
+		var stmt captured
+		_, err := db.New(&stmt).DeliveryClaim(ctx, db.DeliveryClaimParams{
+			LeaseMarginMs: 30000, WorkerID: "w2", EndpointIds: named, CappedIds: []int64{}, Caps: []int32{}, MaxRows: 256})
+		if !errors.Is(err, errCaptured) {
+			t.Fatalf("want the statement captured, got %v", err)
+		}
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan := explain(t, pool, stmt, mode)
+			for _, s := range plan.scansOf("deliveries") {
+				if strings.HasPrefix(s, "Seq Scan") {
+					t.Errorf("claim (%d named, %s) scans deliveries: %s", len(named), mode, strings.Join(plan.scansOf("deliveries"), ", "))
+				}
+			}
+			conds := plan.indexConds("deliveries_in_flight")
+			if len(conds) == 0 {
+				t.Errorf("claim (%d named, %s) does not count in-flight rows through deliveries_in_flight", len(named), mode)
+			}
+			for _, c := range conds {
+				if !strings.Contains(c, "endpoint_id = ANY") {
+					t.Errorf("claim (%d named, %s) reads deliveries_in_flight by %q, want by endpoint", len(named), mode, c)
+				}
+			}
+		}
+	}
+}
+
+// TestNotifyPlan: ingest's NOTIFY finds the endpoints it queued for
+// through the (event_id, endpoint_id) index, event by event, even with
+// the statistics of a young table, on which it scanned deliveries: 1.2 ms
+// of every ingest at 1,000 events/s.
+func TestNotifyPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO partners (name) VALUES ('plan');
+		INSERT INTO endpoints (partner_id, name, kind, url)
+		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, 100) i;
+		INSERT INTO events (id, type, payload)
+		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, 20);
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
+		SELECT ev.id, e.id, 5 FROM events ev, endpoints e;
+		ANALYZE;`); err != nil {
+		t.Fatal(err)
+	}
+	events := make([]uuid.UUID, 10)
+	for i := range events {
+		events[i] = uuid.New()
+	}
+	var stmt captured
+	if err := db.New(&stmt).EventNotifyEndpoints(ctx, events); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		scans := explain(t, pool, stmt, mode).scansOf("deliveries")
+		for _, s := range scans {
+			if strings.HasPrefix(s, "Seq Scan") {
+				t.Errorf("notify (%s) reads deliveries by %s, want by the (event_id, endpoint_id) index", mode, strings.Join(scans, ", "))
 				break
 			}
 		}

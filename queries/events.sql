@@ -63,9 +63,14 @@ SELECT pg_notify('hookline_deliveries', '');
 -- (see worker/architecture.md, "The wake path"). Over 500 endpoints the
 -- payload is empty, which means "look everywhere"; with no deliveries
 -- there is no notification. Sent after the fan-out in the same
--- transaction, so it reads the deliveries just inserted.
+-- transaction, so it reads the deliveries just inserted: event by event,
+-- each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
+-- keeps the planner from turning it into a scan of deliveries, which it
+-- chose on a young table: 1.2 ms an ingest).
 SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
-FROM (SELECT DISTINCT endpoint_id FROM deliveries WHERE event_id = ANY (@event_ids::uuid[])) d
+FROM (SELECT DISTINCT d.endpoint_id
+      FROM unnest(@event_ids::uuid[]) AS ev(id)
+      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id OFFSET 0) d) d
 HAVING count(*) > 0;
 
 -- name: EventGet :one
