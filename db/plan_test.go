@@ -133,6 +133,28 @@ func (n planNode) scansOf(relation string) []string {
 	return out
 }
 
+// seedDeliveries fills a fresh database with endpoints × events
+// deliveries, all in status (delivered ones with delivered_at), every
+// inFlightEvery-th of them leased to worker w1 instead (0: none), and
+// analyzes it.
+func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, status string, inFlightEvery int) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), fmt.Sprintf(`
+		INSERT INTO partners (name) VALUES ('plan');
+		INSERT INTO endpoints (partner_id, name, kind, url)
+		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, %d) i;
+		INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints;
+		INSERT INTO events (id, type, payload)
+		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, %d);
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, delivered_at)
+		SELECT ev.id, e.id, 5, '%s', CASE WHEN '%[3]s' = 'delivered' THEN now() END FROM events ev, endpoints e;
+		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
+		WHERE %[4]d > 0 AND id %% greatest(%[4]d, 1) = 0;
+		ANALYZE;`, endpoints, events, status, inFlightEvery)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCompletionPlan: a completion batch reaches its deliveries by one
 // primary-key lookup each, under custom and generic plans alike, on a
 // table where the worker's in-flight rows look rare to the planner. The
@@ -142,19 +164,7 @@ func (n planNode) scansOf(relation string) []string {
 func TestCompletionPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO partners (name) VALUES ('plan');
-		INSERT INTO endpoints (partner_id, name, kind, url)
-		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, 20) i;
-		INSERT INTO events (id, type, payload)
-		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, 1000);
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, delivered_at)
-		SELECT ev.id, e.id, 5, 'delivered', now() FROM events ev, endpoints e;
-		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
-		WHERE id % 30 = 0;
-		ANALYZE deliveries;`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 20, 1000, "delivered", 30)
 	var ids []int64
 	var counts []int32
 	if err := pool.QueryRow(ctx, `SELECT array_agg(id), array_agg(attempt_count)
@@ -267,20 +277,7 @@ func (n planNode) indexConds(index string) []string {
 func TestClaimPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO partners (name) VALUES ('plan');
-		INSERT INTO endpoints (partner_id, name, kind, url)
-		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, 100) i;
-		INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints;
-		INSERT INTO events (id, type, payload)
-		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, 100);
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
-		SELECT ev.id, e.id, 5 FROM events ev, endpoints e;
-		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
-		WHERE id % 20 = 0;
-		ANALYZE;`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 100, 100, "pending", 20)
 	for _, named := range [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, nil} {
 		var stmt captured
 		_, err := db.New(&stmt).DeliveryClaim(ctx, db.DeliveryClaimParams{
@@ -315,17 +312,7 @@ func TestClaimPlan(t *testing.T) {
 func TestNotifyPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO partners (name) VALUES ('plan');
-		INSERT INTO endpoints (partner_id, name, kind, url)
-		SELECT p.id, 'e' || i, 'webhook', 'http://127.0.0.1:1/' || i FROM partners p, generate_series(1, 100) i;
-		INSERT INTO events (id, type, payload)
-		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, 20);
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
-		SELECT ev.id, e.id, 5 FROM events ev, endpoints e;
-		ANALYZE;`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 100, 20, "pending", 0)
 	events := make([]uuid.UUID, 10)
 	for i := range events {
 		events[i] = uuid.New()
