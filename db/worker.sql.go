@@ -32,7 +32,8 @@ func (q *Queries) ClaimLock(ctx context.Context) error {
 
 const claimSettings = `-- name: ClaimSettings :exec
 SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true)
+       set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('enable_seqscan', 'off', true)
 `
 
 // Settings for the claim's transaction only. synchronous_commit off saves a
@@ -40,7 +41,9 @@ SELECT set_config('synchronous_commit', 'off', true),
 // pending again (sent twice at worst, as at-least-once allows), and the
 // completion's synchronous commit flushes the claim's WAL before any result
 // is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
-// afresh on every call, which costs as much as claiming dozens of rows; see
+// afresh on every call, which costs as much as claiming dozens of rows;
+// enable_seqscan off keeps that one cached plan on its indexes, even when
+// it was made while the tables were nearly empty. See
 // worker/architecture.md.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)

@@ -15,10 +15,13 @@ SELECT pg_advisory_xact_lock(7270736901);
 -- pending again (sent twice at worst, as at-least-once allows), and the
 -- completion's synchronous commit flushes the claim's WAL before any result
 -- is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
--- afresh on every call, which costs as much as claiming dozens of rows; see
+-- afresh on every call, which costs as much as claiming dozens of rows;
+-- enable_seqscan off keeps that one cached plan on its indexes, even when
+-- it was made while the tables were nearly empty. See
 -- worker/architecture.md.
 SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true);
+       set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('enable_seqscan', 'off', true);
 
 -- name: DeliveryClaim :many
 -- Claims due deliveries (status in_flight, leased to @worker_id) and commits
