@@ -13,6 +13,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const analyzeDeliveries = `-- name: AnalyzeDeliveries :exec
+ANALYZE deliveries
+`
+
+func (q *Queries) AnalyzeDeliveries(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeDeliveries)
+	return err
+}
+
+const analyzeEvents = `-- name: AnalyzeEvents :exec
+ANALYZE events
+`
+
+func (q *Queries) AnalyzeEvents(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeEvents)
+	return err
+}
+
 const claimLock = `-- name: ClaimLock :exec
 
 SELECT pg_advisory_xact_lock(7270736901)
@@ -32,8 +50,7 @@ func (q *Queries) ClaimLock(ctx context.Context) error {
 
 const claimSettings = `-- name: ClaimSettings :exec
 SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true),
-       set_config('enable_seqscan', 'off', true)
+       set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
 // Settings for the claim's transaction only. synchronous_commit off saves a
@@ -41,10 +58,9 @@ SELECT set_config('synchronous_commit', 'off', true),
 // pending again (sent twice at worst, as at-least-once allows), and the
 // completion's synchronous commit flushes the claim's WAL before any result
 // is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
-// afresh on every call, which costs as much as claiming dozens of rows;
-// enable_seqscan off keeps that one cached plan on its indexes, even when
-// it was made while the tables were nearly empty. See
-// worker/architecture.md.
+// afresh on every call, which costs as much as claiming dozens of rows; see
+// worker/architecture.md (and Worker.analyzeYoung, which keeps that one
+// plan from being one made for a near-empty table).
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err
@@ -61,13 +77,10 @@ WITH live AS (
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce($1::timestamptz, now()))
 ),
 in_flight AS (
-    -- Only the endpoints looked at, as one index condition: a claim for a
-    -- few named endpoints does not walk every in-flight row, and one that
-    -- looks everywhere still reads each heap page once.
     SELECT endpoint_id, count(*)::int AS n
     FROM deliveries
     WHERE status = 'in_flight'
-      AND endpoint_id = ANY (ARRAY(SELECT id FROM live))
+      AND ($4::bigint[] IS NULL OR endpoint_id = ANY ($4::bigint[]))
     GROUP BY endpoint_id
 ),
 room AS (
@@ -506,6 +519,43 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tablesNeverAnalyzed = `-- name: TablesNeverAnalyzed :many
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_class c
+WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest($1::text[]) AS t)
+  AND pg_catalog.pg_stat_get_last_analyze_time(c.oid) IS NULL
+  AND pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid) IS NULL
+  AND pg_catalog.pg_stat_get_mod_since_analyze(c.oid) >= $2::bigint
+ORDER BY c.relname
+`
+
+type TablesNeverAnalyzedParams struct {
+	Tables     []string
+	MinChanges int64
+}
+
+// The queue's tables that have changed by at least @min_changes rows but
+// were never analyzed, by autovacuum or anyone (see Worker.analyzeYoung).
+func (q *Queries) TablesNeverAnalyzed(ctx context.Context, arg TablesNeverAnalyzedParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, tablesNeverAnalyzed, arg.Tables, arg.MinChanges)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

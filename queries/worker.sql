@@ -15,13 +15,11 @@ SELECT pg_advisory_xact_lock(7270736901);
 -- pending again (sent twice at worst, as at-least-once allows), and the
 -- completion's synchronous commit flushes the claim's WAL before any result
 -- is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
--- afresh on every call, which costs as much as claiming dozens of rows;
--- enable_seqscan off keeps that one cached plan on its indexes, even when
--- it was made while the tables were nearly empty. See
--- worker/architecture.md.
+-- afresh on every call, which costs as much as claiming dozens of rows; see
+-- worker/architecture.md (and Worker.analyzeYoung, which keeps that one
+-- plan from being one made for a near-empty table).
 SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true),
-       set_config('enable_seqscan', 'off', true);
+       set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeliveryClaim :many
 -- Claims due deliveries (status in_flight, leased to @worker_id) and commits
@@ -45,13 +43,10 @@ WITH live AS (
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
 ),
 in_flight AS (
-    -- Only the endpoints looked at, as one index condition: a claim for a
-    -- few named endpoints does not walk every in-flight row, and one that
-    -- looks everywhere still reads each heap page once.
     SELECT endpoint_id, count(*)::int AS n
     FROM deliveries
     WHERE status = 'in_flight'
-      AND endpoint_id = ANY (ARRAY(SELECT id FROM live))
+      AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR endpoint_id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
     GROUP BY endpoint_id
 ),
 room AS (
@@ -237,3 +232,20 @@ FROM (
 ) x
 WHERE d.id = x.id
 RETURNING d.id, d.endpoint_id, d.attempt_count;
+
+-- name: TablesNeverAnalyzed :many
+-- The queue's tables that have changed by at least @min_changes rows but
+-- were never analyzed, by autovacuum or anyone (see Worker.analyzeYoung).
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_class c
+WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest(@tables::text[]) AS t)
+  AND pg_catalog.pg_stat_get_last_analyze_time(c.oid) IS NULL
+  AND pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid) IS NULL
+  AND pg_catalog.pg_stat_get_mod_since_analyze(c.oid) >= @min_changes::bigint
+ORDER BY c.relname;
+
+-- name: AnalyzeDeliveries :exec
+ANALYZE deliveries;
+
+-- name: AnalyzeEvents :exec
+ANALYZE events;

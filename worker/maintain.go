@@ -75,6 +75,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
 	var lastProbe, lastBeat, lastRescue, lastLatency, lastRefresh, lastRetention time.Time
+	analyzed := false // deliveries and events have been analyzed once (analyzeYoung)
 	for {
 		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("rescue deliveries of dead workers", "err", err)
@@ -91,6 +92,12 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 		if now.Sub(lastProbe) >= probeEvery {
 			lastProbe = now
 			w.probe(ctx, sendCtx)
+			if !analyzed {
+				var err error
+				if analyzed, err = w.analyzeYoung(ctx); err != nil && ctx.Err() == nil {
+					w.log.Warn("analyze new tables", "err", err)
+				}
+			}
 		}
 		if now.Sub(lastBeat) >= heartbeatEvery {
 			lastBeat = now
