@@ -527,35 +527,34 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 }
 
 const tablesNeverAnalyzed = `-- name: TablesNeverAnalyzed :many
-SELECT c.relname::text AS name
+SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest($1::text[]) AS t)
   AND pg_catalog.pg_stat_get_last_analyze_time(c.oid) IS NULL
   AND pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid) IS NULL
-  AND pg_catalog.pg_stat_get_mod_since_analyze(c.oid) >= $2::bigint
 ORDER BY c.relname
 `
 
-type TablesNeverAnalyzedParams struct {
-	Tables     []string
-	MinChanges int64
+type TablesNeverAnalyzedRow struct {
+	Name    string
+	Changes int64
 }
 
-// The queue's tables that have changed by at least @min_changes rows but
-// were never analyzed, by autovacuum or anyone (see Worker.analyzeYoung).
-func (q *Queries) TablesNeverAnalyzed(ctx context.Context, arg TablesNeverAnalyzedParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, tablesNeverAnalyzed, arg.Tables, arg.MinChanges)
+// The queue's tables that were never analyzed, by autovacuum or anyone,
+// with how many rows have changed in them (see Worker.analyzeYoung).
+func (q *Queries) TablesNeverAnalyzed(ctx context.Context, tables []string) ([]TablesNeverAnalyzedRow, error) {
+	rows, err := q.db.Query(ctx, tablesNeverAnalyzed, tables)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []TablesNeverAnalyzedRow{}
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var i TablesNeverAnalyzedRow
+		if err := rows.Scan(&i.Name, &i.Changes); err != nil {
 			return nil, err
 		}
-		items = append(items, name)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-
-	"github.com/hookline/hookline/db"
 )
 
 // youngTableChanges is how many rows a never-analyzed queue table must have
@@ -26,20 +24,18 @@ const youngTableChanges = 1000
 // 1,000 endpoints and 1,000 events/s, a median of 5-7 s. An ANALYZE of a
 // table of a few thousand rows takes milliseconds.
 func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
-	young, err := w.q.TablesNeverAnalyzed(ctx, db.TablesNeverAnalyzedParams{
-		Tables: []string{"deliveries", "events"}, MinChanges: 0})
+	young, err := w.q.TablesNeverAnalyzed(ctx, []string{"deliveries", "events"})
 	if err != nil {
 		return false, fmt.Errorf("find tables never analyzed: %w", err)
 	}
 	if len(young) == 0 {
 		return true, nil
 	}
-	grown, err := w.q.TablesNeverAnalyzed(ctx, db.TablesNeverAnalyzedParams{
-		Tables: []string{"deliveries", "events"}, MinChanges: youngTableChanges})
-	if err != nil {
-		return false, fmt.Errorf("find tables never analyzed: %w", err)
-	}
-	for _, t := range grown {
+	for _, y := range young {
+		if y.Changes < youngTableChanges {
+			continue
+		}
+		t := y.Name
 		switch t {
 		case "deliveries":
 			err = w.q.AnalyzeDeliveries(ctx)
