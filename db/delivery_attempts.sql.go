@@ -12,6 +12,45 @@ import (
 	"github.com/google/uuid"
 )
 
+const attemptDaysWithoutPartition = `-- name: AttemptDaysWithoutPartition :many
+WITH parts AS (
+    SELECT (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz AS from_at,
+           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
+    FROM pg_catalog.pg_inherits i
+    JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'delivery_attempts'::regclass
+)
+SELECT d.day::timestamptz AS day
+FROM unnest($1::timestamptz[]) AS d(day)
+WHERE NOT EXISTS (SELECT 1 FROM parts p
+                  WHERE p.to_at > d.day AND (p.from_at IS NULL OR p.from_at <= d.day))
+ORDER BY d.day
+`
+
+// Of the given days (UTC midnights), those no partition of
+// delivery_attempts covers yet (worker/partitions.go). A partition's bounds
+// are read from its definition, "FOR VALUES FROM (MINVALUE | 'ts') TO
+// ('ts')"; the default partition has neither.
+func (q *Queries) AttemptDaysWithoutPartition(ctx context.Context, days []time.Time) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, attemptDaysWithoutPartition, days)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []time.Time{}
+	for rows.Next() {
+		var day time.Time
+		if err := rows.Scan(&day); err != nil {
+			return nil, err
+		}
+		items = append(items, day)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 type AttemptInsertParams struct {
 	DeliveryID      int64
 	EndpointID      int64
@@ -159,9 +198,40 @@ func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEn
 	return items, nil
 }
 
+const attemptPartitionsBefore = `-- name: AttemptPartitionsBefore :many
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'delivery_attempts'::regclass
+  AND (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz <= $1::timestamptz
+ORDER BY c.relname
+`
+
+// The partitions of delivery_attempts that end at or before the cutoff:
+// every attempt in them is past its retention.
+func (q *Queries) AttemptPartitionsBefore(ctx context.Context, before time.Time) ([]string, error) {
+	rows, err := q.db.Query(ctx, attemptPartitionsBefore, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const retentionDeleteAttempts = `-- name: RetentionDeleteAttempts :execrows
-DELETE FROM delivery_attempts
-WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < $1::timestamptz LIMIT $2::int)
+DELETE FROM delivery_attempts_default
+WHERE id IN (SELECT id FROM delivery_attempts_default WHERE started_at < $1::timestamptz LIMIT $2::int)
 `
 
 type RetentionDeleteAttemptsParams struct {
@@ -169,9 +239,11 @@ type RetentionDeleteAttemptsParams struct {
 	BatchSize int32
 }
 
-// Retention: deletes a batch of attempts started before the cutoff. Every
-// retention delete runs in small batches, each its own short transaction, so
-// delivery never waits behind one giant DELETE.
+// Retention of the attempts in the default partition, those whose day had
+// no partition when they were written: a batch of those started before the
+// cutoff. The days' partitions go whole (worker/partitions.go). Every
+// retention delete runs in small batches, each its own short transaction,
+// so delivery never waits behind one giant DELETE.
 func (q *Queries) RetentionDeleteAttempts(ctx context.Context, arg RetentionDeleteAttemptsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteAttempts, arg.Before, arg.BatchSize)
 	if err != nil {

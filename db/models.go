@@ -67,6 +67,34 @@ type DeliveryAttempt struct {
 	ResponseExcerpt *string
 }
 
+type DeliveryAttemptsDefault struct {
+	ID              int64
+	DeliveryID      int64
+	EndpointID      int64
+	AttemptNo       int32
+	StartedAt       time.Time
+	DurationMs      float64
+	Outcome         string
+	StatusCode      *int32
+	ErrorClass      *string
+	Error           *string
+	ResponseExcerpt *string
+}
+
+type DeliveryAttemptsUntilPartitioned struct {
+	ID              int64
+	DeliveryID      int64
+	EndpointID      int64
+	AttemptNo       int32
+	StartedAt       time.Time
+	DurationMs      float64
+	Outcome         string
+	StatusCode      *int32
+	ErrorClass      *string
+	Error           *string
+	ResponseExcerpt *string
+}
+
 type Endpoint struct {
 	ID                   int64
 	PartnerID            int64

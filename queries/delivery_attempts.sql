@@ -40,8 +40,38 @@ ORDER BY a.started_at DESC, a.id DESC
 LIMIT @row_limit::int;
 
 -- name: RetentionDeleteAttempts :execrows
--- Retention: deletes a batch of attempts started before the cutoff. Every
--- retention delete runs in small batches, each its own short transaction, so
--- delivery never waits behind one giant DELETE.
-DELETE FROM delivery_attempts
-WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < @before::timestamptz LIMIT @batch_size::int);
+-- Retention of the attempts in the default partition, those whose day had
+-- no partition when they were written: a batch of those started before the
+-- cutoff. The days' partitions go whole (worker/partitions.go). Every
+-- retention delete runs in small batches, each its own short transaction,
+-- so delivery never waits behind one giant DELETE.
+DELETE FROM delivery_attempts_default
+WHERE id IN (SELECT id FROM delivery_attempts_default WHERE started_at < @before::timestamptz LIMIT @batch_size::int);
+
+-- name: AttemptDaysWithoutPartition :many
+-- Of the given days (UTC midnights), those no partition of
+-- delivery_attempts covers yet (worker/partitions.go). A partition's bounds
+-- are read from its definition, "FOR VALUES FROM (MINVALUE | 'ts') TO
+-- ('ts')"; the default partition has neither.
+WITH parts AS (
+    SELECT (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz AS from_at,
+           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
+    FROM pg_catalog.pg_inherits i
+    JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'delivery_attempts'::regclass
+)
+SELECT d.day::timestamptz AS day
+FROM unnest(@days::timestamptz[]) AS d(day)
+WHERE NOT EXISTS (SELECT 1 FROM parts p
+                  WHERE p.to_at > d.day AND (p.from_at IS NULL OR p.from_at <= d.day))
+ORDER BY d.day;
+
+-- name: AttemptPartitionsBefore :many
+-- The partitions of delivery_attempts that end at or before the cutoff:
+-- every attempt in them is past its retention.
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'delivery_attempts'::regclass
+  AND (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz <= @before::timestamptz
+ORDER BY c.relname;

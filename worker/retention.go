@@ -20,18 +20,28 @@ const retentionBatch = 5000
 const retentionBudget = 5 * time.Second
 
 // retain deletes telemetry and finished work past their retention, in small
-// batches. Dead letters are kept: they are the debugging dataset.
+// batches, and drops the attempts' day partitions past it (creating the
+// coming days' as it goes). Dead letters are kept: they are the debugging
+// dataset.
 func (w *Worker) retain(ctx context.Context) error {
 	w.retainMu.Lock()
 	defer w.retainMu.Unlock()
 	now := w.now()
 	r := w.cfg.Retention
+	if err := w.keepAttemptPartitions(ctx, now); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Attempts go to the default partition meanwhile; the rest of
+		// retention does not depend on it.
+		w.log.Warn("attempt partitions", "err", err)
+	}
 	deadline := time.Now().Add(retentionBudget)
 	steps := []struct {
 		name string
 		run  func() (int64, error)
 	}{
-		{"attempts", func() (int64, error) {
+		{"attempts outside the day partitions", func() (int64, error) {
 			return w.q.RetentionDeleteAttempts(ctx, db.RetentionDeleteAttemptsParams{Before: now.Add(-r.Attempts), BatchSize: retentionBatch})
 		}},
 		{"minute histograms", func() (int64, error) {

@@ -75,6 +75,18 @@ func unavailable(t testing.TB, err error) {
 // connection string. The database is dropped at the end of the test.
 func URL(t testing.TB) string {
 	t.Helper()
+	return create(t, true)
+}
+
+// EmptyURL is URL without the migrations: a database with nothing in it,
+// for tests of the migrations themselves.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return create(t, false)
+}
+
+func create(t testing.TB, migrated bool) string {
+	t.Helper()
 	admin, err := server()
 	if err != nil {
 		unavailable(t, err)
@@ -86,9 +98,11 @@ func URL(t testing.TB) string {
 		unavailable(t, err)
 	}
 	defer conn.Close(context.Background())
-	tmpl, err := ensureTemplate(ctx, conn, admin)
-	if err != nil {
-		t.Fatalf("prepare template database: %v", err)
+	tmpl := "template0"
+	if migrated {
+		if tmpl, err = ensureTemplate(ctx, conn, admin); err != nil {
+			t.Fatalf("prepare template database: %v", err)
+		}
 	}
 	name := fmt.Sprintf("hookline_test_%d_%d", os.Getpid(), nextID())
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tmpl)); err != nil {

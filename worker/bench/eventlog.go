@@ -90,8 +90,8 @@ func EventLog(ctx context.Context, o EventLogOptions, out io.Writer) error {
 	}
 	var sizes string
 	if err := pool.QueryRow(ctx, `
-		SELECT string_agg(format('%s %s', relname, pg_size_pretty(pg_total_relation_size(oid))), ', ' ORDER BY relname)
-		FROM pg_class WHERE relname IN ('events', 'deliveries', 'delivery_attempts')`).Scan(&sizes); err != nil {
+		SELECT string_agg(format('%s %s', t, pg_size_pretty((SELECT coalesce(sum(pg_total_relation_size(relid)), pg_total_relation_size(t::regclass)) FROM pg_partition_tree(t::regclass)))), ', ' ORDER BY t)
+		FROM unnest(ARRAY['events', 'deliveries', 'delivery_attempts']) AS t`).Scan(&sizes); err != nil {
 		return err
 	}
 	var nd, na int64

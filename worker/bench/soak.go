@@ -21,6 +21,12 @@ import (
 // within 10 % of the first's, table sizes growing by what the traffic adds
 // and no more, RSS level.
 
+// sizeOfTable is a table's size with its indexes and TOAST; a partitioned
+// table's is the sum of its partitions' (pg_partition_tree has no rows for
+// a table that is not partitioned).
+const sizeOfTable = `SELECT coalesce(sum(pg_total_relation_size(relid)), pg_total_relation_size($1::regclass))::bigint
+	FROM pg_partition_tree($1::regclass)`
+
 // soakTables are the tables whose size a soak watches.
 var soakTables = []string{"events", "deliveries", "delivery_attempts", "endpoint_health", "latency_histograms"}
 
@@ -67,7 +73,7 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 			prev = n
 			for _, table := range soakTables {
 				var b int64
-				if err := pool.QueryRow(ctx, "SELECT pg_total_relation_size($1::regclass)", table).Scan(&b); err == nil {
+				if err := pool.QueryRow(ctx, sizeOfTable, table).Scan(&b); err == nil {
 					iv.TableBytes[table] = b
 				}
 			}
