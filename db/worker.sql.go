@@ -526,32 +526,34 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 	return items, nil
 }
 
-const tablesNeverAnalyzed = `-- name: TablesNeverAnalyzed :many
-SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes
+const tablesYoung = `-- name: TablesYoung :many
+SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes,
+       greatest(c.reltuples, 0)::bigint AS rows_estimate
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest($1::text[]) AS t)
-  AND pg_catalog.pg_stat_get_last_analyze_time(c.oid) IS NULL
   AND pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid) IS NULL
 ORDER BY c.relname
 `
 
-type TablesNeverAnalyzedRow struct {
-	Name    string
-	Changes int64
+type TablesYoungRow struct {
+	Name         string
+	Changes      int64
+	RowsEstimate int64
 }
 
-// The queue's tables that were never analyzed, by autovacuum or anyone,
-// with how many rows have changed in them (see Worker.analyzeYoung).
-func (q *Queries) TablesNeverAnalyzed(ctx context.Context, tables []string) ([]TablesNeverAnalyzedRow, error) {
-	rows, err := q.db.Query(ctx, tablesNeverAnalyzed, tables)
+// The queue's tables autovacuum has not analyzed yet, with how many rows
+// have changed in them since they were last analyzed and how many rows
+// they had then (see Worker.analyzeYoung).
+func (q *Queries) TablesYoung(ctx context.Context, tables []string) ([]TablesYoungRow, error) {
+	rows, err := q.db.Query(ctx, tablesYoung, tables)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []TablesNeverAnalyzedRow{}
+	items := []TablesYoungRow{}
 	for rows.Next() {
-		var i TablesNeverAnalyzedRow
-		if err := rows.Scan(&i.Name, &i.Changes); err != nil {
+		var i TablesYoungRow
+		if err := rows.Scan(&i.Name, &i.Changes, &i.RowsEstimate); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -233,13 +233,14 @@ FROM (
 WHERE d.id = x.id
 RETURNING d.id, d.endpoint_id, d.attempt_count;
 
--- name: TablesNeverAnalyzed :many
--- The queue's tables that were never analyzed, by autovacuum or anyone,
--- with how many rows have changed in them (see Worker.analyzeYoung).
-SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes
+-- name: TablesYoung :many
+-- The queue's tables autovacuum has not analyzed yet, with how many rows
+-- have changed in them since they were last analyzed and how many rows
+-- they had then (see Worker.analyzeYoung).
+SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes,
+       greatest(c.reltuples, 0)::bigint AS rows_estimate
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest(@tables::text[]) AS t)
-  AND pg_catalog.pg_stat_get_last_analyze_time(c.oid) IS NULL
   AND pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid) IS NULL
 ORDER BY c.relname;
 

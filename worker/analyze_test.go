@@ -6,8 +6,10 @@ import (
 )
 
 // TestAnalyzeYoungTables: the worker analyzes deliveries and events once
-// they have grown on a database that never analyzed them, and then stops
-// looking. (Autovacuum is off for them here, so only the worker can.)
+// they have changed by youngTableChanges rows on a database autovacuum has
+// not analyzed them in, and again each time they have changed by as many
+// rows as they had: as they double. (Autovacuum is off for them here, so
+// only the worker analyzes them, and it is never done.)
 func TestAnalyzeYoungTables(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -16,32 +18,46 @@ func TestAnalyzeYoungTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	analyzed := func() int {
-		return e.count(`SELECT count(*) FROM unnest(ARRAY['deliveries', 'events']) t
-			WHERE pg_stat_get_last_analyze_time(to_regclass(t)) IS NOT NULL`)
+	analyses := func() int {
+		return e.count(`SELECT sum(pg_stat_get_analyze_count(to_regclass(t)))::int FROM unnest(ARRAY['deliveries', 'events']) t`)
 	}
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
 	w := e.worker(nil)
+	step := func() {
+		t.Helper()
+		if done, err := w.analyzeYoung(ctx); err != nil || done {
+			t.Fatalf("analyzeYoung: done %v, %v; want not done while autovacuum has analyzed neither", done, err)
+		}
+	}
+	// Row counts reach the statistics when a session reports them, within
+	// about a second: a check that nothing is analyzed waits until both
+	// tables show the changes made.
+	settled := func(changes int) {
+		t.Helper()
+		e.waitFor("the changes reported", func() bool {
+			return e.count(`SELECT min(pg_stat_get_mod_since_analyze(to_regclass(t)))::int FROM unnest(ARRAY['deliveries', 'events']) t`) >= changes
+		})
+		step()
+	}
 
 	e.events(10, "order.created", `{}`)
-	if done, err := w.analyzeYoung(ctx); err != nil || done {
-		t.Fatalf("analyzeYoung on new tables: done %v, %v", done, err)
-	}
-	if n := analyzed(); n != 0 {
-		t.Fatalf("%d tables analyzed after 10 rows, want none yet", n)
+	settled(10)
+	if n := analyses(); n != 0 {
+		t.Fatalf("%d analyses after 10 rows, want none yet", n)
 	}
 
 	e.events(youngTableChanges, "order.created", `{}`)
-	// Row counts reach the statistics when a session reports them, within
-	// about a second.
-	e.waitFor("both tables analyzed", func() bool {
-		if _, err := w.analyzeYoung(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return analyzed() == 2
-	})
-	if done, err := w.analyzeYoung(ctx); err != nil || !done {
-		t.Fatalf("analyzeYoung after both were analyzed: done %v, %v; want done", done, err)
+	e.waitFor("both tables analyzed", func() bool { step(); return analyses() == 2 })
+
+	// 1,010 rows each when analyzed: 1,000 more changes (youngTableChanges)
+	// are not enough...
+	e.events(youngTableChanges, "order.created", `{}`)
+	settled(youngTableChanges)
+	if n := analyses(); n != 2 {
+		t.Fatalf("%d analyses after the tables grew by 1,000 rows of 1,010, want still 2", n)
 	}
+	// ...1,010 are: each table has doubled.
+	e.events(10, "order.created", `{}`)
+	e.waitFor("both tables analyzed again", func() bool { step(); return analyses() == 4 })
 }
