@@ -11,17 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-type APIKey struct {
-	ID         int64
-	Name       string
-	Prefix     string
-	KeyHash    []byte
-	CreatedBy  string
-	CreatedAt  time.Time
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
-}
-
 type AuditLog struct {
 	ID         int64
 	At         time.Time
@@ -54,34 +43,6 @@ type Delivery struct {
 }
 
 type DeliveryAttempt struct {
-	ID              int64
-	DeliveryID      int64
-	EndpointID      int64
-	AttemptNo       int32
-	StartedAt       time.Time
-	DurationMs      float64
-	Outcome         string
-	StatusCode      *int32
-	ErrorClass      *string
-	Error           *string
-	ResponseExcerpt *string
-}
-
-type DeliveryAttemptsDefault struct {
-	ID              int64
-	DeliveryID      int64
-	EndpointID      int64
-	AttemptNo       int32
-	StartedAt       time.Time
-	DurationMs      float64
-	Outcome         string
-	StatusCode      *int32
-	ErrorClass      *string
-	Error           *string
-	ResponseExcerpt *string
-}
-
-type DeliveryAttemptsUntilPartitioned struct {
 	ID              int64
 	DeliveryID      int64
 	EndpointID      int64
@@ -179,41 +140,6 @@ type Event struct {
 	SearchValues   []string
 }
 
-type LatencyHistogram struct {
-	EndpointID        int64
-	ResolutionSeconds int32
-	BucketStart       time.Time
-	Count             int64
-	OkCount           int64
-	FailCount         int64
-	SumMs             float64
-	P50Ms             *float64
-	P95Ms             *float64
-	P99Ms             *float64
-	Buckets           []byte
-}
-
-type LatencyPending struct {
-	ID          int64
-	EndpointIds []int64
-	Minutes     []time.Time
-	Histograms  [][]byte
-	CreatedAt   time.Time
-}
-
-type Notification struct {
-	ID         int64
-	Kind       string
-	EndpointID *int64
-	Subject    string
-	Figures    json.RawMessage
-	ChannelID  *int64
-	State      string
-	Repeats    int32
-	CreatedAt  time.Time
-	SentAt     *time.Time
-}
-
 type NotificationChannel struct {
 	ID         int64
 	Name       string
@@ -233,30 +159,6 @@ type Partner struct {
 	UpdatedAt             time.Time
 	ArchivedAt            *time.Time
 	PortalManageEndpoints bool
-}
-
-type PortalLink struct {
-	ID        int64
-	PartnerID int64
-	TokenHash string
-	CreatedBy string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	UsedAt    *time.Time
-	RevokedAt *time.Time
-}
-
-type PortalSession struct {
-	ID         int64
-	TokenHash  string
-	PartnerID  int64
-	LinkID     *int64
-	CsrfToken  string
-	UserAgent  string
-	RemoteIp   string
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	RevokedAt  *time.Time
 }
 
 type ReplayJob struct {
@@ -285,22 +187,4 @@ type User struct {
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
 	LastLoginAt  *time.Time
-}
-
-type UserSession struct {
-	ID         string
-	UserID     int64
-	CsrfToken  string
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	UserAgent  string
-	RemoteIp   string
-}
-
-type WorkerHeartbeat struct {
-	WorkerID   string
-	Hostname   string
-	StartedAt  time.Time
-	LastSeenAt time.Time
-	LockKey    *int64
 }
