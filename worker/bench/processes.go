@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/worker/ssrf"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -49,6 +51,13 @@ type Deployed struct {
 	WorkerStartCPU, WorkerSendingCPU time.Duration
 	// CPU time per delivery queued, during Ingest.
 	IngestWebCPU, IngestDatabaseCPU time.Duration
+	// Raw is the raw loopback HTTP requests (as the in-process raw phase
+	// sends them) from this process to the receiver process: the ceiling
+	// of the topology, and what its HTTP exchange alone costs each side
+	// (RawClientCPU in this process, RawSinkCPU in the receiver's), for
+	// the worker's and the receiver's CPU per delivery to be read against.
+	Raw                      Phase
+	RawClientCPU, RawSinkCPU time.Duration
 }
 
 const (
@@ -110,6 +119,9 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 	}
 	sinkURL, err := sink.waitLine(ctx, sinkOut, sinkListening)
 	if err != nil {
+		return d, err
+	}
+	if err := rawAcross(ctx, &d, sink, sinkURL, o, payload); err != nil {
 		return d, err
 	}
 	key, err := createAPIKey(ctx, o.Executable, env, dir)
@@ -221,6 +233,8 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 	}
 
 	fmt.Fprintf(out, "deployed topology: hookline web, hookline worker and the receiver each in their own process, PostgreSQL in its own; events queued through the API\n")
+	fmt.Fprintf(out, "  raw loopback HTTP      %8.0f req/s  (this process to the receiver process, no database)\n", d.Raw.PerSecond())
+	fmt.Fprintf(out, "  CPU per request     sender %.1f µs, receiver process %.1f µs\n", us(d.RawClientCPU), us(d.RawSinkCPU))
 	fmt.Fprintf(out, "  ingest through the API %8.0f deliveries queued/s  (%d events in batches of %d from %d clients, no worker running)\n",
 		d.Ingest.PerSecond(), events, batch, ingestClients)
 	printCPU(out, fmt.Sprintf("queued: web process %.1f µs", us(d.IngestWebCPU)), d.IngestDatabaseCPU)
@@ -235,6 +249,29 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 		us(d.WorkerCPU), us(d.WorkerSendingCPU), float64(d.WorkerStartCPU)/float64(time.Millisecond), us(d.WebCPU), us(d.SinkCPU)), d.DatabaseCPU)
 	fmt.Fprintf(out, "  receiver got %d requests for %d deliveries (%d attempts recorded)\n", d.Received, o.Deliveries, d.Attempts)
 	return d, nil
+}
+
+// rawAcross times the raw requests from this process to the receiver
+// process, with the CPU time each side spends. This process runs nothing
+// else meanwhile (its database pool is idle), so its CPU time is the
+// sender's.
+func rawAcross(ctx context.Context, d *Deployed, sink *child, sinkURL string, o Options, payload []byte) error {
+	guard := ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	c0 := sampleCPU(0)
+	s0, _ := sink.cpu()
+	p, err := raw(ctx, guard, &receiver{url: sinkURL}, o, payload)
+	if err != nil {
+		return fmt.Errorf("raw requests to the receiver process: %w", err)
+	}
+	c1 := sampleCPU(0)
+	s1, ok := sink.cpu()
+	if !ok {
+		return errors.New("cannot read the receiver process's CPU time")
+	}
+	d.Raw = p
+	d.RawClientCPU = perItem(c0.self, c1.self, p.Count)
+	d.RawSinkCPU = perItem(s0, s1, p.Count)
+	return nil
 }
 
 // processEnv is the environment of every child: nothing from the caller's

@@ -60,7 +60,12 @@ func TestProcessesDeliverEachOnce(t *testing.T) {
 	if d.WorkerCPU <= 0 || d.SinkCPU < 0 || d.WebCPU < 0 {
 		t.Fatalf("CPU per delivery: worker %v, web %v, receiver %v", d.WorkerCPU, d.WebCPU, d.SinkCPU)
 	}
-	for _, want := range []string{"deployed topology", "ingest through the API", "deployed worker", "worker process", "receiver got 500 requests for 500 deliveries"} {
+	// The raw reference went to the receiver process too, before the
+	// drain, and is not counted as deliveries.
+	if d.Raw.Count != 500 || d.Raw.PerSecond() <= 0 || d.RawClientCPU <= 0 || d.RawSinkCPU < 0 {
+		t.Fatalf("raw across processes: %+v, sender %v, receiver %v", d.Raw, d.RawClientCPU, d.RawSinkCPU)
+	}
+	for _, want := range []string{"deployed topology", "raw loopback HTTP", "CPU per request", "ingest through the API", "deployed worker", "worker process", "receiver got 500 requests for 500 deliveries"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
