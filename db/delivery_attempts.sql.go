@@ -12,45 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const attemptDaysWithoutPartition = `-- name: AttemptDaysWithoutPartition :many
-WITH parts AS (
-    SELECT (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz AS from_at,
-           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
-    FROM pg_catalog.pg_inherits i
-    JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-    WHERE i.inhparent = 'delivery_attempts'::regclass
-)
-SELECT d.day::timestamptz AS day
-FROM unnest($1::timestamptz[]) AS d(day)
-WHERE NOT EXISTS (SELECT 1 FROM parts p
-                  WHERE p.to_at > d.day AND (p.from_at IS NULL OR p.from_at <= d.day))
-ORDER BY d.day
-`
-
-// Of the given days (UTC midnights), those no partition of
-// delivery_attempts covers yet (worker/partitions.go). A partition's bounds
-// are read from its definition, "FOR VALUES FROM (MINVALUE | 'ts') TO
-// ('ts')"; the default partition has neither.
-func (q *Queries) AttemptDaysWithoutPartition(ctx context.Context, days []time.Time) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, attemptDaysWithoutPartition, days)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []time.Time{}
-	for rows.Next() {
-		var day time.Time
-		if err := rows.Scan(&day); err != nil {
-			return nil, err
-		}
-		items = append(items, day)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 type AttemptInsertParams struct {
 	DeliveryID      int64
 	EndpointID      int64
@@ -68,13 +29,22 @@ const attemptListByEvent = `-- name: AttemptListByEvent :many
 SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
-WHERE d.event_id = $1
+WHERE d.event_id = $1 AND a.started_at >= $2::timestamptz
 ORDER BY a.delivery_id, a.attempt_no, a.id
 `
 
-// Attempts of every delivery of one event, oldest first.
-func (q *Queries) AttemptListByEvent(ctx context.Context, eventID uuid.UUID) ([]DeliveryAttempt, error) {
-	rows, err := q.db.Query(ctx, attemptListByEvent, eventID)
+type AttemptListByEventParams struct {
+	EventID   uuid.UUID
+	NotBefore time.Time
+}
+
+// Attempts of every delivery of one event, oldest first. not_before is
+// the event's created_at less eventAttemptsSlack (web/events.go): no
+// attempt starts before its event exists, and the bound lets PostgreSQL
+// skip the attempt log's partitions of the days before the event instead
+// of probing every one (at a year's retention, 77 ms a call against 1 ms).
+func (q *Queries) AttemptListByEvent(ctx context.Context, arg AttemptListByEventParams) ([]DeliveryAttempt, error) {
+	rows, err := q.db.Query(ctx, attemptListByEvent, arg.EventID, arg.NotBefore)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +158,45 @@ func (q *Queries) AttemptPageByEndpoint(ctx context.Context, arg AttemptPageByEn
 			&i.EventID,
 			&i.DeliveryStatus,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attemptPartitionRanges = `-- name: AttemptPartitionRanges :many
+SELECT coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1], 'epoch')::timestamptz AS from_at,
+       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'delivery_attempts'::regclass
+  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ORDER BY to_at
+`
+
+type AttemptPartitionRangesRow struct {
+	FromAt time.Time
+	ToAt   time.Time
+}
+
+// The ranges of started_at that the partitions of delivery_attempts cover
+// (worker/partitions.go), in order; the default partition is left out. A
+// partition's bounds are read from its definition, "FOR VALUES FROM
+// (MINVALUE | 'ts') TO ('ts')"; MINVALUE reads as the epoch, before any attempt.
+func (q *Queries) AttemptPartitionRanges(ctx context.Context) ([]AttemptPartitionRangesRow, error) {
+	rows, err := q.db.Query(ctx, attemptPartitionRanges)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttemptPartitionRangesRow{}
+	for rows.Next() {
+		var i AttemptPartitionRangesRow
+		if err := rows.Scan(&i.FromAt, &i.ToAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -17,19 +17,20 @@ SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duratio
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 JOIN endpoints e ON e.id = d.endpoint_id
-WHERE d.event_id = $1 AND e.partner_id = $2
+WHERE d.event_id = $1 AND e.partner_id = $2 AND a.started_at >= $3::timestamptz
 ORDER BY a.delivery_id, a.attempt_no, a.id
 `
 
 type PortalAttemptListByEventParams struct {
 	EventID   uuid.UUID
 	PartnerID int64
+	NotBefore time.Time
 }
 
 // The attempts of an event's deliveries to the partner's endpoints, oldest
-// first.
+// first; not_before as in AttemptListByEvent.
 func (q *Queries) PortalAttemptListByEvent(ctx context.Context, arg PortalAttemptListByEventParams) ([]DeliveryAttempt, error) {
-	rows, err := q.db.Query(ctx, portalAttemptListByEvent, arg.EventID, arg.PartnerID)
+	rows, err := q.db.Query(ctx, portalAttemptListByEvent, arg.EventID, arg.PartnerID, arg.NotBefore)
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,15 @@ INSERT INTO delivery_attempts (
 );
 
 -- name: AttemptListByEvent :many
--- Attempts of every delivery of one event, oldest first.
+-- Attempts of every delivery of one event, oldest first. not_before is
+-- the event's created_at less eventAttemptsSlack (web/events.go): no
+-- attempt starts before its event exists, and the bound lets PostgreSQL
+-- skip the attempt log's partitions of the days before the event instead
+-- of probing every one (at a year's retention, 77 ms a call against 1 ms).
 SELECT a.*
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
-WHERE d.event_id = @event_id
+WHERE d.event_id = @event_id AND a.started_at >= @not_before::timestamptz
 ORDER BY a.delivery_id, a.attempt_no, a.id;
 
 -- name: AttemptPageByEndpoint :many
@@ -48,23 +52,18 @@ LIMIT @row_limit::int;
 DELETE FROM delivery_attempts_default
 WHERE id IN (SELECT id FROM delivery_attempts_default WHERE started_at < @before::timestamptz LIMIT @batch_size::int);
 
--- name: AttemptDaysWithoutPartition :many
--- Of the given days (UTC midnights), those no partition of
--- delivery_attempts covers yet (worker/partitions.go). A partition's bounds
--- are read from its definition, "FOR VALUES FROM (MINVALUE | 'ts') TO
--- ('ts')"; the default partition has neither.
-WITH parts AS (
-    SELECT (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz AS from_at,
-           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
-    FROM pg_catalog.pg_inherits i
-    JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-    WHERE i.inhparent = 'delivery_attempts'::regclass
-)
-SELECT d.day::timestamptz AS day
-FROM unnest(@days::timestamptz[]) AS d(day)
-WHERE NOT EXISTS (SELECT 1 FROM parts p
-                  WHERE p.to_at > d.day AND (p.from_at IS NULL OR p.from_at <= d.day))
-ORDER BY d.day;
+-- name: AttemptPartitionRanges :many
+-- The ranges of started_at that the partitions of delivery_attempts cover
+-- (worker/partitions.go), in order; the default partition is left out. A
+-- partition's bounds are read from its definition, "FOR VALUES FROM
+-- (MINVALUE | 'ts') TO ('ts')"; MINVALUE reads as the epoch, before any attempt.
+SELECT coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1], 'epoch')::timestamptz AS from_at,
+       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'delivery_attempts'::regclass
+  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ORDER BY to_at;
 
 -- name: AttemptPartitionsBefore :many
 -- The partitions of delivery_attempts that end at or before the cutoff:

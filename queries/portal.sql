@@ -86,12 +86,12 @@ ORDER BY d.id;
 
 -- name: PortalAttemptListByEvent :many
 -- The attempts of an event's deliveries to the partner's endpoints, oldest
--- first.
+-- first; not_before as in AttemptListByEvent.
 SELECT a.*
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 JOIN endpoints e ON e.id = d.endpoint_id
-WHERE d.event_id = @event_id AND e.partner_id = @partner_id
+WHERE d.event_id = @event_id AND e.partner_id = @partner_id AND a.started_at >= @not_before::timestamptz
 ORDER BY a.delivery_id, a.attempt_no, a.id;
 
 -- name: PortalDeliveryRefsByEvents :many

@@ -6,6 +6,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/db"
@@ -89,6 +90,12 @@ func (s *Server) eventPage(ctx context.Context, p db.EventPageByDeliveryParams, 
 	return rows, nil
 }
 
+// eventAttemptsSlack is how much earlier than its event's created_at (the
+// database's clock) an attempt's started_at (the worker's clock) is still
+// looked for: a worker's clock a day behind the database's would file its
+// attempts under the wrong day in any case.
+const eventAttemptsSlack = 24 * time.Hour
+
 // eventRecord loads an event with its deliveries and every attempt, for
 // the API's event read and the dashboard's event page. An unknown id is
 // pgx.ErrNoRows.
@@ -101,7 +108,7 @@ func (s *Server) eventRecord(ctx context.Context, id uuid.UUID) (db.Event, []db.
 	if err != nil {
 		return db.Event{}, nil, nil, fmt.Errorf("load the event's deliveries: %w", err)
 	}
-	attempts, err := s.q.AttemptListByEvent(ctx, id)
+	attempts, err := s.q.AttemptListByEvent(ctx, db.AttemptListByEventParams{EventID: id, NotBefore: ev.CreatedAt.Add(-eventAttemptsSlack)})
 	if err != nil {
 		return db.Event{}, nil, nil, fmt.Errorf("load the event's attempts: %w", err)
 	}

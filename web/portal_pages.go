@@ -271,7 +271,7 @@ func (s *Server) portalEventRecord(ctx context.Context, partnerID int64, id uuid
 	if err != nil {
 		return db.Event{}, nil, nil, err
 	}
-	attempts, err := s.q.PortalAttemptListByEvent(ctx, db.PortalAttemptListByEventParams{EventID: id, PartnerID: partnerID})
+	attempts, err := s.q.PortalAttemptListByEvent(ctx, db.PortalAttemptListByEventParams{EventID: id, PartnerID: partnerID, NotBefore: ev.CreatedAt.Add(-eventAttemptsSlack)})
 	if err != nil {
 		return db.Event{}, nil, nil, err
 	}

@@ -5,17 +5,28 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookline/hookline/db"
 	"github.com/jackc/pgx/v5"
 )
 
-// delivery_attempts is partitioned by UTC day of started_at (migration
-// 00018). The worker keeps partitions for today and the next
-// partitionDaysAhead days, and drops a partition once its whole day is
-// past the attempts' retention: attempts are kept for their retention and
-// at most one day more.
+// delivery_attempts is partitioned by started_at into spans of whole UTC
+// days (migration 00018 made the first ones a day each). The worker keeps
+// partitions for today and the next partitionDaysAhead days, and drops a
+// partition once all of it is past the attempts' retention: attempts are
+// kept for their retention and at most one span more.
+//
+// A span is a day while the retention is up to maxAttemptPartitions days,
+// and longer beyond that, so that about maxAttemptPartitions partitions
+// hold the retained attempts whatever the retention: every statement that
+// cannot tell from its own conditions which days it needs (an endpoint's
+// attempt page) plans and probes every partition, which at a year's
+// retention in days (366 partitions) cost 120-170 ms a page.
 const (
 	partitionDay       = 24 * time.Hour
 	partitionDaysAhead = 2
+	// maxAttemptPartitions is how many partitions the retention spans at
+	// most (the days ahead come on top).
+	maxAttemptPartitions = 14
 	// partitionLockTimeout bounds how long partition DDL waits for its
 	// locks: dropping a partition needs the parent's ACCESS EXCLUSIVE
 	// lock, and every statement on delivery_attempts queues behind it
@@ -26,20 +37,61 @@ const (
 	partitionLockKey = int64(0x686c5f7061727473)
 )
 
-// keepAttemptPartitions creates the partitions of today and the days
-// ahead that do not exist yet, and drops those wholly past retention.
+// attemptPartitionSpan is how long each new partition of delivery_attempts
+// is for this retention: whole days, retention ÷ maxAttemptPartitions
+// rounded up.
+func attemptPartitionSpan(retention time.Duration) time.Duration {
+	days := (retention + partitionDay - 1) / partitionDay
+	return max(1, (days+maxAttemptPartitions-1)/maxAttemptPartitions) * partitionDay
+}
+
+// spanEnd is where the span that holds t ends. Spans are counted from the
+// Unix epoch, so replicas with the same retention cut the same spans.
+func spanEnd(t time.Time, span time.Duration) time.Time {
+	n := t.Sub(time.Unix(0, 0)) / span
+	return time.Unix(0, 0).Add((n + 1) * span).UTC()
+}
+
+// missingPartitions is the ranges to partition so that [from, to) is
+// covered, given the ranges covered already (ordered by end): each gap is
+// cut at the ends of spans, and no range overlaps one that exists, so a
+// change of retention (and of span) joins the partitions made before it.
+func missingPartitions(have []db.AttemptPartitionRangesRow, from, to time.Time, span time.Duration) [][2]time.Time {
+	var out [][2]time.Time
+	t := from
+	for t.Before(to) {
+		end := spanEnd(t, span)
+		covered := false
+		for _, r := range have {
+			switch {
+			case !r.FromAt.After(t) && r.ToAt.After(t): // r holds t
+				t, covered = r.ToAt, true
+			case r.FromAt.After(t) && r.FromAt.Before(end): // r starts inside the span
+				end = r.FromAt
+			}
+			if covered {
+				break
+			}
+		}
+		if !covered {
+			out = append(out, [2]time.Time{t, end})
+			t = end
+		}
+	}
+	return out
+}
+
+// keepAttemptPartitions creates the partitions that today and the days
+// ahead need and do not have yet, and drops those wholly past retention.
 func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error {
 	today := now.UTC().Truncate(partitionDay)
-	days := make([]time.Time, 0, partitionDaysAhead+1)
-	for i := range partitionDaysAhead + 1 {
-		days = append(days, today.Add(time.Duration(i)*partitionDay))
-	}
-	missing, err := w.q.AttemptDaysWithoutPartition(ctx, days)
+	have, err := w.q.AttemptPartitionRanges(ctx)
 	if err != nil {
-		return fmt.Errorf("find missing attempt partitions: %w", err)
+		return fmt.Errorf("find the attempt partitions: %w", err)
 	}
-	for _, day := range missing {
-		if err := w.createAttemptPartition(ctx, day.UTC()); err != nil {
+	span := attemptPartitionSpan(w.cfg.Retention.Attempts)
+	for _, r := range missingPartitions(have, today, today.Add((partitionDaysAhead+1)*partitionDay), span) {
+		if err := w.createAttemptPartition(ctx, r[0], r[1]); err != nil {
 			return err
 		}
 	}
@@ -59,36 +111,36 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 	return nil
 }
 
-// createAttemptPartition creates the partition of the day starting at
-// from (see makeDayPartition).
-func (w *Worker) createAttemptPartition(ctx context.Context, from time.Time) error {
-	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error { return makeDayPartition(ctx, tx, from) }); err != nil {
+// createAttemptPartition creates the partition of [from, to) (see
+// makePartition).
+func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time) error {
+	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error { return makePartition(ctx, tx, from, to) }); err != nil {
 		return fmt.Errorf("create attempt partition %s: %w", dayPartition(from), err)
 	}
 	return nil
 }
 
-// dayPartition names the partition of the day starting at from.
+// dayPartition names the partition starting at from by its first day.
 func dayPartition(from time.Time) string { return "delivery_attempts_" + from.Format("20060102") }
 
-// makeDayPartition makes the partition of the day starting at from, in
-// tx, unless it exists. Attempts of that day already in the default
-// partition move into it first: PostgreSQL refuses a partition for rows
+// makePartition makes the partition of [from, to), in tx, unless one
+// starting at from exists (another replica made it). Attempts of that
+// range already in the default partition move into it first: PostgreSQL refuses a partition for rows
 // the default holds. The new table is filled and then attached, which
 // takes only a SHARE UPDATE EXCLUSIVE lock on delivery_attempts, so
 // attempts go on being written meanwhile; one routed to the default
 // partition meanwhile waits for it and is then refused, and the completion
 // sends it again (retryable).
-func makeDayPartition(ctx context.Context, tx pgx.Tx, from time.Time) error {
+func makePartition(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
 	name := dayPartition(from)
 	var exists bool
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
 		return err
 	}
 	ident := pgx.Identifier{name}.Sanitize()
-	lo, hi := from.Format(time.RFC3339), from.Add(partitionDay).Format(time.RFC3339)
+	lo, hi := from.Format(time.RFC3339), to.Format(time.RFC3339)
 	for _, sql := range []string{
-		// Taken first, so that no attempt of the day lands in the default
+		// Taken first, so that no attempt of the range lands in the default
 		// partition between the move and the attach.
 		"LOCK TABLE delivery_attempts_default IN ACCESS EXCLUSIVE MODE",
 		"CREATE TABLE " + ident + " (LIKE delivery_attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",

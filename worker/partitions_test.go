@@ -143,7 +143,7 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 	e.waitFor("the insert to wait for the default partition", func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'delivery_attempts_default'::regclass`) == 1
 	})
-	if err := makeDayPartition(ctx, tx, day); err != nil {
+	if err := makePartition(ctx, tx, day, day.Add(partitionDay)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -158,5 +158,79 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 	}
 	if other := (&pgconn.PgError{Code: "23514", TableName: "delivery_attempts"}); retryable(other) {
 		t.Fatal("a CHECK violation elsewhere would be retried")
+	}
+}
+
+// TestAttemptPartitionSpan: a day per partition up to 14 days' retention,
+// then as many days as keep the retention within 14 partitions.
+func TestAttemptPartitionSpan(t *testing.T) {
+	for retention, days := range map[time.Duration]int{
+		time.Hour: 1, 7 * partitionDay: 1, 14 * partitionDay: 1, 14*partitionDay + time.Hour: 2,
+		30 * partitionDay: 3, 90 * partitionDay: 7, 365 * partitionDay: 27,
+	} {
+		if got := attemptPartitionSpan(retention); got != time.Duration(days)*partitionDay {
+			t.Errorf("retention %v: span %v, want %d days", retention, got, days)
+		}
+	}
+}
+
+// TestAttemptPartitionsSpanTheRetention: with a year's retention, a year
+// and a half of days, one retention pass a day and an attempt every day:
+// the partitions made after the migration's three days are 27 days each,
+// cut at the same span ends every replica computes, join the ones before
+// them without a gap or an overlap, take every attempt (none lands in the
+// default partition), and there are never more than the retention's 14
+// plus the ones ahead; retention keeps every attempt of the last year.
+func TestAttemptPartitionsSpanTheRetention(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	clk := newClock()
+	retention := 365 * partitionDay
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Attempts = retention })
+	span := attemptPartitionSpan(retention)
+	start := clk.Now()
+	most := 0
+	for day := range 550 {
+		if err := w.RetainNow(ctx); err != nil {
+			t.Fatalf("day %d: %v", day, err)
+		}
+		if _, err := e.pool.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome)
+			VALUES ($1, 1, 1, $2, 1, 'ok')`, day, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		have, err := w.q.AttemptPartitionRanges(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(have))
+		for i, r := range have {
+			if i > 0 && !r.FromAt.Equal(have[i-1].ToAt) {
+				t.Fatalf("day %d: partition %d starts at %v, the one before ends at %v", day, i, r.FromAt, have[i-1].ToAt)
+			}
+			// Past the migration's days, every partition ends where a
+			// span ends.
+			if r.ToAt.After(start.Add(4*partitionDay)) && !r.ToAt.Equal(spanEnd(r.ToAt.Add(-time.Nanosecond), span)) {
+				t.Fatalf("day %d: partition [%v, %v) ends off the spans of %v", day, r.FromAt, r.ToAt, span)
+			}
+		}
+		if n := e.count("SELECT count(*) FROM delivery_attempts_default"); n != 0 {
+			t.Fatalf("day %d: %d attempts in the default partition", day, n)
+		}
+		clk.Advance(partitionDay)
+	}
+	// 14 spans of retention, the one the cutoff falls in, today's and the
+	// one ahead.
+	if most > 17 {
+		t.Errorf("up to %d partitions, want at most 17", most)
+	}
+	// Every attempt of the last 365 days is kept, and none older than a
+	// span beyond that.
+	var kept int
+	var oldest time.Time
+	if err := e.pool.QueryRow(ctx, "SELECT count(*), min(started_at) FROM delivery_attempts").Scan(&kept, &oldest); err != nil {
+		t.Fatal(err)
+	}
+	if age := clk.Now().Sub(oldest); kept < 365 || age > retention+span+partitionDay {
+		t.Errorf("%d attempts kept, the oldest %v old; want at least 365, none older than %v", kept, age, retention+span+partitionDay)
 	}
 }
