@@ -119,13 +119,17 @@ func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string)
 
 const eventNotify = `-- name: EventNotify :exec
 SELECT pg_notify('hookline_deliveries', '')
+WHERE pg_notification_queue_usage() < $1::float8
 `
 
 // Wakes the workers to look at every endpoint. Sent inside the
 // transaction that queued or re-queued deliveries, so it is delivered only
-// on commit and collapses to one notification per transaction.
-func (q *Queries) EventNotify(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, eventNotify)
+// on commit and collapses to one notification per transaction. Not sent
+// while PostgreSQL's NOTIFY queue is fuller than max_queue_usage
+// (db.NotifyQueueLimit), so a listener that stopped reading cannot make
+// the commit fail; the workers' poll finds the deliveries then.
+func (q *Queries) EventNotify(ctx context.Context, maxQueueUsage float64) error {
+	_, err := q.db.Exec(ctx, eventNotify, maxQueueUsage)
 	return err
 }
 
@@ -134,8 +138,13 @@ SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_ag
 FROM (SELECT DISTINCT d.endpoint_id
       FROM unnest($1::uuid[]) AS ev(id)
       CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id OFFSET 0) d) d
-HAVING count(*) > 0
+HAVING count(*) > 0 AND pg_notification_queue_usage() < $2::float8
 `
+
+type EventNotifyEndpointsParams struct {
+	EventIds      []uuid.UUID
+	MaxQueueUsage float64
+}
 
 // Ingest's wake-up: names the endpoints the events were fanned out to, so
 // a worker's claim looks at those endpoints only instead of at every one
@@ -145,9 +154,10 @@ HAVING count(*) > 0
 // transaction, so it reads the deliveries just inserted: event by event,
 // each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
 // keeps the planner from turning it into a scan of deliveries, which it
-// chose on a young table: 1.2 ms an ingest).
-func (q *Queries) EventNotifyEndpoints(ctx context.Context, eventIds []uuid.UUID) error {
-	_, err := q.db.Exec(ctx, eventNotifyEndpoints, eventIds)
+// chose on a young table: 1.2 ms an ingest). Like EventNotify, not sent
+// while the NOTIFY queue is fuller than max_queue_usage.
+func (q *Queries) EventNotifyEndpoints(ctx context.Context, arg EventNotifyEndpointsParams) error {
+	_, err := q.db.Exec(ctx, eventNotifyEndpoints, arg.EventIds, arg.MaxQueueUsage)
 	return err
 }
 
@@ -630,6 +640,21 @@ func (q *Queries) NotificationEnqueue(ctx context.Context, arg NotificationEnque
 		arg.Payload,
 	)
 	return err
+}
+
+const notifyQueueUsage = `-- name: NotifyQueueUsage :one
+SELECT pg_notification_queue_usage()::float8 AS usage
+`
+
+// How full PostgreSQL's NOTIFY queue is, 0 to 1, for the whole cluster:
+// it fills only while some session listening in the cluster does not
+// read its notifications, and a transaction that notifies into a full
+// queue fails to commit.
+func (q *Queries) NotifyQueueUsage(ctx context.Context) (float64, error) {
+	row := q.db.QueryRow(ctx, notifyQueueUsage)
+	var usage float64
+	err := row.Scan(&usage)
+	return usage, err
 }
 
 const retentionDeleteEventsOf = `-- name: RetentionDeleteEventsOf :execrows

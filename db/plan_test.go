@@ -270,7 +270,7 @@ func TestNotifyPlan(t *testing.T) {
 		events[i] = uuid.New()
 	}
 	var stmt captured
-	if err := db.New(&stmt).EventNotifyEndpoints(ctx, events); !errors.Is(err, errCaptured) {
+	if err := db.New(&stmt).EventNotifyEndpoints(ctx, db.EventNotifyEndpointsParams{EventIds: events, MaxQueueUsage: db.NotifyQueueLimit}); !errors.Is(err, errCaptured) {
 		t.Fatalf("want the statement captured, got %v", err)
 	}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {

@@ -60,7 +60,7 @@ func (t *TxPipeline) Commit(ctx context.Context, notify bool) error {
 	}
 	b := &pgx.Batch{}
 	if notify {
-		b.Queue(eventNotify)
+		b.Queue(eventNotify, NotifyQueueLimit)
 	}
 	b.Queue("COMMIT")
 	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
@@ -127,7 +127,7 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
 	if commit {
-		out.Queue(eventNotifyEndpoints, t.notify)
+		out.Queue(eventNotifyEndpoints, t.notify, NotifyQueueLimit)
 		out.Queue("COMMIT")
 		t.commitNow, t.notify = false, nil
 	}
@@ -178,3 +178,14 @@ func (f failedBatch) Tx() pgx.Tx                       { return nil }
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// NotifyQueueLimit is how full PostgreSQL's NOTIFY queue (8 GB, shared by
+// the whole cluster) may be before hookline stops sending its wake-up
+// NOTIFYs (EventNotify, EventNotifyEndpoints). The queue fills only while
+// a session listening somewhere in the cluster stops reading (a worker
+// process paused, a client idle in a transaction), and a transaction that
+// notifies into a full queue fails at COMMIT: every ingest would fail.
+// Without NOTIFYs the workers find new deliveries by polling (every
+// second), later but surely; the workers log a warning and /metrics
+// reports hookline_notify_queue_usage.
+const NotifyQueueLimit = 0.5

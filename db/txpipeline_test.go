@@ -103,3 +103,55 @@ func TestTxPipeline(t *testing.T) {
 		t.Fatal("Commit after a failed batch reported success")
 	}
 }
+
+// TestNotifyHeldBackWhenQueueCrowded: the wake-up NOTIFYs are sent only
+// while PostgreSQL's NOTIFY queue is emptier than the limit they are given
+// (db.NotifyQueueLimit in hookline), so a listener that stopped reading
+// cannot make every ingest fail at COMMIT. A queue this empty is above a
+// limit of 0 and below db.NotifyQueueLimit; the transactions commit either
+// way.
+func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	event := uuid.New()
+	if _, err := pool.Exec(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id),
+		e AS (INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p RETURNING id),
+		ev AS (INSERT INTO events (id, type, payload) VALUES ($1, 't', '{}') RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT ev.id, e.id, 1 FROM ev, e`, event); err != nil {
+		t.Fatal(err)
+	}
+	var usage float64
+	if err := pool.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&usage); err != nil || usage >= db.NotifyQueueLimit {
+		t.Fatalf("queue usage %v, %v", usage, err)
+	}
+	notified := func(limit float64, send func(*db.Queries, float64) error) bool {
+		t.Helper()
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return send(db.New(tx), limit) }); err != nil {
+			t.Fatal(err)
+		}
+		wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := listener.Conn().WaitForNotification(wait)
+		return err == nil
+	}
+	everywhere := func(q *db.Queries, limit float64) error { return q.EventNotify(ctx, limit) }
+	named := func(q *db.Queries, limit float64) error {
+		return q.EventNotifyEndpoints(ctx, db.EventNotifyEndpointsParams{EventIds: []uuid.UUID{event}, MaxQueueUsage: limit})
+	}
+	for name, send := range map[string]func(*db.Queries, float64) error{"EventNotify": everywhere, "EventNotifyEndpoints": named} {
+		if notified(0, send) {
+			t.Errorf("%s notified with the queue over its limit", name)
+		}
+		if !notified(db.NotifyQueueLimit, send) {
+			t.Errorf("%s did not notify with the queue under its limit", name)
+		}
+	}
+}

@@ -54,8 +54,12 @@ SELECT ev.id, e.id, e.max_attempts FROM ev, endpoints e WHERE e.id = @endpoint_i
 -- name: EventNotify :exec
 -- Wakes the workers to look at every endpoint. Sent inside the
 -- transaction that queued or re-queued deliveries, so it is delivered only
--- on commit and collapses to one notification per transaction.
-SELECT pg_notify('hookline_deliveries', '');
+-- on commit and collapses to one notification per transaction. Not sent
+-- while PostgreSQL's NOTIFY queue is fuller than max_queue_usage
+-- (db.NotifyQueueLimit), so a listener that stopped reading cannot make
+-- the commit fail; the workers' poll finds the deliveries then.
+SELECT pg_notify('hookline_deliveries', '')
+WHERE pg_notification_queue_usage() < @max_queue_usage::float8;
 
 -- name: EventNotifyEndpoints :exec
 -- Ingest's wake-up: names the endpoints the events were fanned out to, so
@@ -66,12 +70,20 @@ SELECT pg_notify('hookline_deliveries', '');
 -- transaction, so it reads the deliveries just inserted: event by event,
 -- each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
 -- keeps the planner from turning it into a scan of deliveries, which it
--- chose on a young table: 1.2 ms an ingest).
+-- chose on a young table: 1.2 ms an ingest). Like EventNotify, not sent
+-- while the NOTIFY queue is fuller than max_queue_usage.
 SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
 FROM (SELECT DISTINCT d.endpoint_id
       FROM unnest(@event_ids::uuid[]) AS ev(id)
       CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id OFFSET 0) d) d
-HAVING count(*) > 0;
+HAVING count(*) > 0 AND pg_notification_queue_usage() < @max_queue_usage::float8;
+
+-- name: NotifyQueueUsage :one
+-- How full PostgreSQL's NOTIFY queue is, 0 to 1, for the whole cluster:
+-- it fills only while some session listening in the cluster does not
+-- read its notifications, and a transaction that notifies into a full
+-- queue fails to commit.
+SELECT pg_notification_queue_usage()::float8 AS usage;
 
 -- name: EventGet :one
 SELECT * FROM events WHERE id = @id;

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/db"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -314,5 +315,9 @@ func TestMetricsParse(t *testing.T) {
 	}
 	if up := families["hookline_database_up"]; up == nil || up.Metric[0].Gauge.GetValue() != 1 {
 		t.Fatal("database_up missing")
+	}
+	// The NOTIFY queue's fill, for an alert before wake-ups stop.
+	if n := families["hookline_notify_queue_usage"]; n == nil || len(n.Metric) != 1 || n.Metric[0].Gauge.GetValue() >= db.NotifyQueueLimit {
+		t.Fatalf("notify queue usage: %v", n)
 	}
 }

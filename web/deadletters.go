@@ -203,7 +203,7 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 			return err
 		}
 		if len(res.IDs) > 0 {
-			return q.EventNotify(ctx)
+			return q.EventNotify(ctx, db.NotifyQueueLimit)
 		}
 		return nil
 	})

@@ -38,7 +38,7 @@ func (s *Server) resend(ctx context.Context, id int64, actor string) (string, er
 		}); err != nil {
 			return err
 		}
-		return q.EventNotify(ctx)
+		return q.EventNotify(ctx, db.NotifyQueueLimit)
 	})
 	return status, err
 }

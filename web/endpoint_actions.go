@@ -113,7 +113,7 @@ func (s *Server) breakerAction(ctx context.Context, endpointID int64, action, ac
 			return err
 		}
 		if action != actionPause {
-			if err := q.EventNotify(ctx); err != nil {
+			if err := q.EventNotify(ctx, db.NotifyQueueLimit); err != nil {
 				return err
 			}
 		}

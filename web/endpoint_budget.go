@@ -98,7 +98,7 @@ func (s *Server) saveFailureBudget(ctx context.Context, q *db.Queries, cur *db.E
 	if err := queueNotification(ctx, q, notify.EndpointEnabled, e.ID, "", figures); err != nil {
 		return db.Endpoint{}, err
 	}
-	return e, q.EventNotify(ctx)
+	return e, q.EventNotify(ctx, db.NotifyQueueLimit)
 }
 
 // queueNotification writes one outbox row in the caller's transaction.

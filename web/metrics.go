@@ -19,6 +19,7 @@ type queueCollector struct {
 	breaker  *prometheus.Desc
 	p95      *prometheus.Desc
 	scrapeOK *prometheus.Desc
+	notifyQ  *prometheus.Desc
 }
 
 func newQueueCollector(s *Server) *queueCollector {
@@ -36,11 +37,13 @@ func newQueueCollector(s *Server) *queueCollector {
 			[]string{"endpoint_id", "endpoint", "window"}, nil),
 		scrapeOK: prometheus.NewDesc("hookline_database_up",
 			"1 when the database answered the metrics queries.", nil, nil),
+		notifyQ: prometheus.NewDesc("hookline_notify_queue_usage",
+			"How full PostgreSQL's NOTIFY queue is (0 to 1, the whole cluster). From 0.5 hookline stops sending wake-up NOTIFYs and workers find deliveries by polling; it fills only while a listening session does not read.", nil, nil),
 	}
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.queue, c.oldest, c.breaker, c.p95, c.scrapeOK} {
+	for _, d := range []*prometheus.Desc{c.queue, c.oldest, c.breaker, c.p95, c.scrapeOK, c.notifyQ} {
 		ch <- d
 	}
 }
@@ -58,6 +61,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.InFlight), "in_flight")
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.Dead), "dead")
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(st.OldestPendingSeconds, 0))
+	usage, err := c.s.q.NotifyQueueUsage(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.notifyQ, prometheus.GaugeValue, usage)
 	rows, err := c.s.q.EndpointBreakerStates(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)

@@ -234,7 +234,7 @@ func (e *env) events(n int, typ string, payload string) []uuid.UUID {
 		if err != nil {
 			return err
 		}
-		return q.EventNotify(ctx)
+		return q.EventNotify(ctx, db.NotifyQueueLimit)
 	})
 	if err != nil {
 		e.t.Fatal(err)

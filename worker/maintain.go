@@ -105,6 +105,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 				w.log.Warn("heartbeat", "err", err)
 			}
 			w.refreshLimits(ctx)
+			w.checkNotifyQueue(ctx)
 		}
 		if now.Sub(lastRescue) >= rescueEvery {
 			lastRescue = now
@@ -149,6 +150,19 @@ func (w *Worker) heartbeat(ctx context.Context) error {
 	}
 	w.replicas.Store(max(n, 1))
 	return nil
+}
+
+// checkNotifyQueue warns while PostgreSQL's NOTIFY queue is too full for
+// hookline's wake-ups (db.NotifyQueueLimit): deliveries then wait for the
+// poll, and the queue empties only once the session holding it back reads
+// or goes (PostgreSQL's log names it).
+func (w *Worker) checkNotifyQueue(ctx context.Context) {
+	usage, err := w.q.NotifyQueueUsage(ctx)
+	if err != nil || usage < db.NotifyQueueLimit {
+		return
+	}
+	w.log.Warn("the NOTIFY queue is too full for wake-ups: new deliveries wait for the poll; a session listening in this PostgreSQL cluster is not reading its notifications (see its log)",
+		"usage", usage, "limit", db.NotifyQueueLimit, "poll_interval", w.cfg.PollInterval)
 }
 
 // refreshLimits loads rate-limited endpoints into this replica's token

@@ -137,7 +137,7 @@ func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]t
 			}
 		}
 		if sent > 0 {
-			return q.EventNotify(ctx)
+			return q.EventNotify(ctx, db.NotifyQueueLimit)
 		}
 		return nil
 	})

@@ -51,7 +51,7 @@ func (w *Worker) replayStep(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("replay job %d progress: %w", job.ID, err)
 	}
 	if len(ids) > 0 {
-		if err := q.EventNotify(ctx); err != nil {
+		if err := q.EventNotify(ctx, db.NotifyQueueLimit); err != nil {
 			return false, err
 		}
 	}
