@@ -2,10 +2,13 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookline/hookline/db"
 )
 
 // queueCollector reports the queue and every endpoint's breaker and latency
@@ -38,7 +41,7 @@ func newQueueCollector(s *Server) *queueCollector {
 		scrapeOK: prometheus.NewDesc("hookline_database_up",
 			"1 when the database answered the metrics queries.", nil, nil),
 		notifyQ: prometheus.NewDesc("hookline_notify_queue_usage",
-			"How full PostgreSQL's NOTIFY queue is (0 to 1, the whole cluster). From 0.5 hookline stops sending wake-up NOTIFYs and workers find deliveries by polling; it fills only while a listening session does not read.", nil, nil),
+			fmt.Sprintf("How full PostgreSQL's NOTIFY queue is (0 to 1, the whole cluster). From %g hookline stops sending wake-up NOTIFYs and workers find deliveries by polling; it fills only while a listening session does not read.", db.NotifyQueueLimit), nil, nil),
 	}
 }
 

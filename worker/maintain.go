@@ -105,7 +105,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 				w.log.Warn("heartbeat", "err", err)
 			}
 			w.refreshLimits(ctx)
-			w.checkNotifyQueue(ctx)
 		}
 		if now.Sub(lastRescue) >= rescueEvery {
 			lastRescue = now
@@ -133,6 +132,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			if err := w.retain(ctx); err != nil && ctx.Err() == nil {
 				w.log.Error("retention", "err", err)
 			}
+			w.checkNotifyQueue(ctx)
 		}
 	}
 }

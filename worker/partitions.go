@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookline/hookline/db"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db"
 )
 
 // delivery_attempts is partitioned by started_at into spans of whole UTC
@@ -125,12 +126,12 @@ func dayPartition(from time.Time) string { return "delivery_attempts_" + from.Fo
 
 // makePartition makes the partition of [from, to), in tx, unless one
 // starting at from exists (another replica made it). Attempts of that
-// range already in the default partition move into it first: PostgreSQL refuses a partition for rows
-// the default holds. The new table is filled and then attached, which
-// takes only a SHARE UPDATE EXCLUSIVE lock on delivery_attempts, so
-// attempts go on being written meanwhile; one routed to the default
-// partition meanwhile waits for it and is then refused, and the completion
-// sends it again (retryable).
+// range already in the default partition move into it first: PostgreSQL
+// refuses a partition for rows the default holds. The new table is filled
+// and then attached, which takes only a SHARE UPDATE EXCLUSIVE lock on
+// delivery_attempts, so attempts go on being written meanwhile; one routed
+// to the default partition meanwhile waits for it and is then refused,
+// and the completion sends it again (retryable).
 func makePartition(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
 	name := dayPartition(from)
 	var exists bool
