@@ -22,14 +22,7 @@ import (
 func TestTxPipeline(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	listener, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Release()
-	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
-		t.Fatal(err)
-	}
+	listener := listen(t, pool)
 	var endpointID int64
 	if err := pool.QueryRow(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id)
 		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p
@@ -113,14 +106,7 @@ func TestTxPipeline(t *testing.T) {
 func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	listener, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Release()
-	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
-		t.Fatal(err)
-	}
+	listener := listen(t, pool)
 	event := uuid.New()
 	if _, err := pool.Exec(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id),
 		e AS (INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p RETURNING id),
@@ -154,4 +140,19 @@ func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
 			t.Errorf("%s did not notify with the queue under its limit", name)
 		}
 	}
+}
+
+// listen is a connection of pool's listening for the workers' wake-ups,
+// released when the test ends.
+func listen(t *testing.T, pool *pgxpool.Pool) *pgxpool.Conn {
+	t.Helper()
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(context.Background(), "LISTEN hookline_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
