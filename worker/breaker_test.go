@@ -147,20 +147,18 @@ func TestHealthyBatchesLockNoHealthRow(t *testing.T) {
 	// figures right now (refreshHealth): a transaction still in progress
 	// is waited for (its new version's xmax is 0), an aborted one left no
 	// mark.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	e.waitFor("the health row's last writer to finish", func() bool {
 		var x, status string
 		if err := e.pool.QueryRow(context.Background(), `SELECT xmax::text,
 			CASE WHEN xmax::text = '0' THEN 'none' ELSE coalesce(pg_xact_status(xmax::text::xid8), 'unknown') END
 			FROM endpoint_health WHERE endpoint_id = $1`, epID).Scan(&x, &status); err != nil {
 			t.Fatal(err)
 		}
-		if status == "none" || status == "aborted" {
-			break
-		}
-		if status != "in progress" || time.Now().After(deadline) {
+		if status != "none" && status != "aborted" && status != "in progress" {
 			t.Fatalf("health row xmax %s (%s) after batches that change nothing: it was locked", x, status)
 		}
-	}
+		return status != "in progress"
+	})
 	if h := e.health(epID); h.UpdatedAt != first.UpdatedAt {
 		t.Fatalf("health row written by batches that change nothing (updated_at %v, was %v)", h.UpdatedAt, first.UpdatedAt)
 	}

@@ -116,13 +116,13 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 // makePartition).
 func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time) error {
 	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error { return makePartition(ctx, tx, from, to) }); err != nil {
-		return fmt.Errorf("create attempt partition %s: %w", dayPartition(from), err)
+		return fmt.Errorf("create attempt partition %s: %w", partitionName(from), err)
 	}
 	return nil
 }
 
-// dayPartition names the partition starting at from by its first day.
-func dayPartition(from time.Time) string { return "delivery_attempts_" + from.Format("20060102") }
+// partitionName names the partition starting at from by its first day.
+func partitionName(from time.Time) string { return "delivery_attempts_" + from.Format("20060102") }
 
 // makePartition makes the partition of [from, to), in tx, unless one
 // starting at from exists (another replica made it). Attempts of that
@@ -133,7 +133,7 @@ func dayPartition(from time.Time) string { return "delivery_attempts_" + from.Fo
 // to the default partition meanwhile waits for it and is then refused,
 // and the completion sends it again (retryable).
 func makePartition(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
-	name := dayPartition(from)
+	name := partitionName(from)
 	var exists bool
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
 		return err

@@ -153,8 +153,8 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 	if err == nil || !retryable(err) {
 		t.Fatalf("the raced insert: %v; want a refusal the completion retries", err)
 	}
-	if where, err := insert(); err != nil || where != dayPartition(day) {
-		t.Fatalf("sent again: in %s, %v; want %s", where, err, dayPartition(day))
+	if where, err := insert(); err != nil || where != partitionName(day) {
+		t.Fatalf("sent again: in %s, %v; want %s", where, err, partitionName(day))
 	}
 	if other := (&pgconn.PgError{Code: "23514", TableName: "delivery_attempts"}); retryable(other) {
 		t.Fatal("a CHECK violation elsewhere would be retried")
