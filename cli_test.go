@@ -22,6 +22,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hookline/hookline/worker/sender/sendertest"
+
 	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
@@ -277,7 +279,7 @@ func TestServeAndDemoPortTaken(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "listen on "+ln.Addr().String()) || exitCode(err, io.Discard) == 0 {
 			t.Fatalf("serve on a taken port: %v", err)
 		}
-		goleak.VerifyNone(t)
+		goleak.VerifyNone(t, sendertest.IgnoreCleaners...)
 	})
 	t.Run("demo", func(t *testing.T) {
 		dir := emptyDataDir(t)
@@ -287,7 +289,7 @@ func TestServeAndDemoPortTaken(t *testing.T) {
 			t.Fatalf("demo on a taken port: %v", err)
 		}
 		requireEmpty(t, dir, "demo on a taken port")
-		goleak.VerifyNone(t)
+		goleak.VerifyNone(t, sendertest.IgnoreCleaners...)
 	})
 }
 

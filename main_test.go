@@ -10,13 +10,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hookline/hookline/worker/sender/sendertest"
+
 	"github.com/hookline/hookline/web"
 )
 
 // TestMain fails the package when a test leaves a goroutine running: every
 // goroutine the program starts has an owner that stops it.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, sendertest.IgnoreCleaners...)
 }
 
 func TestLoadConfig(t *testing.T) {

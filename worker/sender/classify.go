@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/valyala/fasthttp"
 )
 
 // verdict is what an HTTP answer means for the delivery.
@@ -53,10 +56,10 @@ func classify(code int, bodyMatched bool) verdict {
 }
 
 // classifyError maps a failed exchange to DESIGN §4. Messages are built
-// from known parts rather than taken from err.Error(), because net/http's
-// errors quote the full URL, query included; what does come from an error
-// is redacted again by the caller.
-func classifyError(res *Result, err error, parent, ctx context.Context, timeout time.Duration) {
+// from known parts rather than taken from err.Error(), which may quote the
+// address or the URL; what does come from an error is redacted again by
+// the caller.
+func classifyError(res *Result, err error, parent context.Context, timeout time.Duration) {
 	var (
 		blocked *ssrf.BlockedError
 		dnsErr  *net.DNSError
@@ -68,7 +71,9 @@ func classifyError(res *Result, err error, parent, ctx context.Context, timeout 
 		fail(res, Transient, ClassCanceled, "canceled before the attempt completed")
 	case errors.As(err, &blocked):
 		fail(res, Permanent, ClassBlocked, blocked.Error())
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+	case isTimeout(err):
+		// Every deadline of the exchange (dial, handshake, write, read)
+		// is the request's own.
 		fail(res, Transient, ClassTimeout, "timeout after "+timeout.String())
 	case errors.As(err, &dnsErr):
 		// All DNS failures are transient, "no such host" included. A name
@@ -82,11 +87,6 @@ func classifyError(res *Result, err error, parent, ctx context.Context, timeout 
 		// Certificate and protocol problems need a fix on one side or the
 		// other; retrying the same handshake will fail the same way.
 		fail(res, Permanent, ClassTLS, tlsMessage(err))
-	case isInvalidRequest(err):
-		fail(res, Permanent, ClassInvalidRequest, message(err))
-	case isTimeout(err):
-		// A stage with its own limit (TLS handshake, dial) ran out first.
-		fail(res, Transient, ClassTimeout, "timeout ("+message(err)+")")
 	default:
 		fail(res, Transient, ClassConnect, connectMessage(err))
 	}
@@ -94,7 +94,9 @@ func classifyError(res *Result, err error, parent, ctx context.Context, timeout 
 
 func isTimeout(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.Is(err, fasthttp.ErrTLSHandshakeTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 func dnsMessage(e *net.DNSError) string {
@@ -124,9 +126,6 @@ func isTLS(err error) bool {
 		errors.As(err, &invalid), errors.As(err, &record), errors.As(err, &alert),
 		errors.As(err, &ech):
 		return true
-	case strings.HasPrefix(innermost(err), "http: server gave HTTP response to HTTPS client"):
-		// net/http's rewording of a RecordHeaderError that looks like HTTP.
-		return true
 	case errors.As(err, &op) && op.Op == "remote error":
 		// An alert from the server ("remote error: tls: handshake
 		// failure"): crypto/tls does not export that type.
@@ -139,7 +138,7 @@ func isTLS(err error) bool {
 func tlsMessage(err error) string {
 	var record tls.RecordHeaderError
 	msg := innermost(err)
-	if errors.As(err, &record) || strings.HasPrefix(msg, "http: server gave HTTP response") {
+	if errors.As(err, &record) {
 		return "tls: the server did not answer with TLS"
 	}
 	msg = strings.TrimPrefix(msg, "remote error: ")
@@ -147,17 +146,6 @@ func tlsMessage(err error) string {
 		msg = "tls: " + msg
 	}
 	return sanitize(msg, MaxError)
-}
-
-// isInvalidRequest recognises the request checks net/http makes before it
-// sends anything. Their types are unexported, so the stable message
-// prefixes are all there is to go on; anything missed falls through to a
-// transient connect error, which is the safe side.
-func isInvalidRequest(err error) bool {
-	msg := innermost(err)
-	return strings.HasPrefix(msg, "net/http: invalid header") ||
-		strings.HasPrefix(msg, "net/http: invalid trailer") ||
-		strings.HasPrefix(msg, "net/http: can't write control character")
 }
 
 func connectMessage(err error) string {
@@ -172,22 +160,28 @@ func connectMessage(err error) string {
 		return "host unreachable"
 	case errors.Is(err, syscall.ENETUNREACH):
 		return "network unreachable"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
 		return "connection closed before the response"
+	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
+		return "response headers larger than " + strconv.Itoa(maxResponseHeader>>10) + " KiB"
+	case strings.HasPrefix(err.Error(), "error when reading response headers"):
+		// fasthttp's words for an answer that is not HTTP/1.x.
+		return "invalid response headers"
 	}
 	return message(err)
 }
 
 // message is the cleaned text of an error of no known kind.
 func message(err error) string {
-	return sanitize(strings.TrimPrefix(innermost(err), "net/http: "), MaxError)
+	return sanitize(strings.TrimPrefix(innermost(err), "fasthttp: "), MaxError)
 }
 
-// innermost strips the *url.Error wrapper, whose message quotes the URL.
+// innermost is the message of the error a *net.OpError wraps ("dial tcp
+// 1.2.3.4:443: " says nothing the attempt's record does not).
 func innermost(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
 	}
 	return err.Error()
 }

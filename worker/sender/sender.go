@@ -19,14 +19,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/valyala/fasthttp"
 )
 
 // Limits from the delivery contract.
@@ -111,56 +114,73 @@ type Result struct {
 
 // Options configures a Sender.
 type Options struct {
-	Guard               *ssrf.Guard // required
-	UserAgent           string      // "hookline/<version>"; "hookline" when empty
-	MaxIdleConnsPerHost int         // 0 means DefaultMaxIdleConnsPerHost
+	Guard     *ssrf.Guard // required
+	UserAgent string      // "hookline/<version>"; "hookline" when empty
+	// MaxIdleConnsPerHost bounds the connections, busy or idle, kept to
+	// one receiver host; a send beyond it waits for one to come free (0
+	// means DefaultMaxIdleConnsPerHost).
+	MaxIdleConnsPerHost int
 	Resolver            *net.Resolver
 	Now                 func() time.Time // wall clock for Started and Retry-After dates
 }
 
-// Sender performs attempts over one shared keep-alive transport. It is
-// safe for concurrent use.
+// Sender performs attempts over keep-alive connections shared by every
+// send. It is safe for concurrent use.
+//
+// The HTTP client is fasthttp's rather than net/http's: a delivery is one
+// small request and one small answer, and net/http's client hands every
+// request to a connection's reader and writer goroutines and back, which
+// cost 25–30 µs of CPU a delivery more than fasthttp's, where the calling
+// goroutine writes and reads itself (worker/bench/performance.md, "The
+// sender's HTTP client"). What that gives up: HTTP/2 (every receiver
+// speaks HTTP/1.1) and cancellation by context, which Send rebuilds by
+// expiring the deadlines of the connections to the request's host (abort).
 type Sender struct {
-	transport *http.Transport
-	// roundTrip is the transport, called directly rather than through an
-	// http.Client: the Client's redirect machinery is not wanted (a 3xx
-	// is the answer, DESIGN §3), and skipping it saves a header copy and
-	// several allocations per request. A redirect therefore cannot be
-	// followed by construction, not merely by a CheckRedirect policy.
-	roundTrip http.RoundTripper
-	userAgent []string // shared, never modified: saves a slice per request
+	client    *fasthttp.Client
+	userAgent string
 	now       func() time.Time
 	attempts  sync.Pool // *attempt
+
+	connMu sync.Mutex
+	conns  map[*conn]struct{} // every open connection, for abort
 }
 
 // attempt is the per-request scratch space, pooled so that the hot path
-// does not allocate a body buffer or a trace per request.
+// does not allocate a body buffer per request.
 type attempt struct {
-	buf    [MaxBodyRead]byte
-	remote net.Addr
+	buf [MaxBodyRead]byte
 	// lastRemote and lastRemoteStr cache the string form of the last
 	// connection's address: keep-alive makes the same connection (and the
 	// same *net.TCPAddr) come back, and formatting it costs two
 	// allocations.
 	lastRemote    net.Addr
 	lastRemoteStr string
-	// trace is written once, when the attempt is created, and only read
-	// afterwards: a dial abandoned by a timed-out request may still read
-	// it from another goroutine after the attempt is back in the pool.
-	trace httptrace.ClientTrace
 }
 
-func newAttempt() any {
-	a := &attempt{}
-	// GotConn runs on the goroutine calling RoundTrip, before it returns,
-	// for both HTTP/1 and HTTP/2, so remote needs no lock.
-	a.trace.GotConn = func(info httptrace.GotConnInfo) { a.remote = info.Conn.RemoteAddr() }
-	return a
+// conn is a dialled connection as the Sender tracks it.
+type conn struct {
+	net.Conn
+	addr string // host:port as dialled
+	s    *Sender
+	once sync.Once
 }
 
-// New builds a Sender. Its transport dials through opts.Guard.Control, so
-// every connection, including those to names resolved at send time, is
-// checked on the address actually dialled.
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.s.connMu.Lock()
+		delete(c.s.conns, c)
+		c.s.connMu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// maxResponseHeader bounds a response's status line and headers: they are
+// read into one buffer of this size, taken from a pool per request.
+const maxResponseHeader = 16 << 10
+
+// New builds a Sender. It dials through opts.Guard.Control, so every
+// connection, including those to names resolved at send time, is checked
+// on the address actually dialled.
 func New(opts Options) (*Sender, error) {
 	if opts.Guard == nil {
 		return nil, errors.New("sender: Options.Guard is required")
@@ -180,63 +200,93 @@ func New(opts Options) (*Sender, error) {
 	if now == nil {
 		now = time.Now
 	}
+	s := &Sender{userAgent: ua, now: now, conns: map[*conn]struct{}{}}
+	s.attempts.New = func() any { return &attempt{} }
 
-	dialer := &net.Dialer{
-		// The request context bounds every dial; this only stops a dial
-		// started for the pool from outliving any sane endpoint timeout.
-		Timeout:   30 * time.Second,
+	dialer := net.Dialer{
 		KeepAlive: 30 * time.Second,
 		Control:   opts.Guard.Control,
 		Resolver:  opts.Resolver,
 	}
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetHTTP2(true) // negotiated by ALPN where the receiver offers it
-	t := &http.Transport{
-		// No proxy, deliberately not even from the environment: the
-		// process would then dial the proxy, the guard would approve the
-		// proxy's address, and the proxy would connect to whatever the URL
-		// names, internal addresses included.
-		Proxy:       nil,
-		DialContext: dialer.DialContext,
-		TLSClientConfig: &tls.Config{
-			MinVersion: tls.VersionTLS12,
+	s.client = &fasthttp.Client{
+		// No proxy, deliberately: fasthttp reads none from the
+		// environment. The process would otherwise dial the proxy, the
+		// guard would approve the proxy's address, and the proxy would
+		// connect to whatever the URL names, internal addresses included.
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			d := dialer
+			d.Timeout = timeout
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			tc := &conn{Conn: c, addr: addr, s: s}
+			s.connMu.Lock()
+			s.conns[tc] = struct{}{}
+			s.connMu.Unlock()
+			return tc, nil
 		},
-		Protocols:           &protocols,
-		TLSHandshakeTimeout: 10 * time.Second,
-		// The worker's send pool bounds connections in use; this bounds
-		// what thousands of quiet endpoints can keep idle.
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: perHost,
-		IdleConnTimeout:     90 * time.Second,
-		// Receivers are untrusted; their headers get a fixed budget too.
-		MaxResponseHeaderBytes: 64 << 10,
+		TLSConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"http/1.1"},
+		},
+		MaxConnsPerHost:     perHost,
+		MaxConnWaitTimeout:  time.Minute, // bounded sooner by each request's deadline
+		MaxIdleConnDuration: 90 * time.Second,
+		ReadBufferSize:      maxResponseHeader,
+		// The body is read through a stream, MaxBodyRead at most: a huge
+		// or endless body costs no more than that (and the connection).
+		StreamResponseBody: true,
 		// Asking for gzip would make the 4 KiB cap and the body match
 		// apply to decompressed bytes at the cost of CPU on the hot path;
-		// trackers answer a few bytes, and the sender sends only what the
-		// caller built.
-		DisableCompression: true,
-		HTTP2: &http.HTTP2Config{
-			// Detect dead HTTP/2 connections instead of hanging requests
-			// on them until the timeout.
-			SendPingTimeout: 30 * time.Second,
-			PingTimeout:     15 * time.Second,
+		// fasthttp never asks, and the sender sends only what the caller
+		// built: no default Content-Type, User-Agent or path cleaning.
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
+		ConfigureClient: func(hc *fasthttp.HostClient) error {
+			// Errors never quote what the receiver sent.
+			hc.SecureErrorLogMessage = true
+			return nil
+		},
+		// A kept-alive connection the receiver has just closed fails
+		// before any answer; the request is then sent once more on a new
+		// connection, whatever its method, as net/http does. Nothing else
+		// is repeated here: retries are the worker's, with backoff.
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
+			return false, attempts == 1 && closedBeforeAnswer(err)
 		},
 	}
-	s := &Sender{
-		transport: t,
-		roundTrip: t,
-		userAgent: []string{ua},
-		now:       now,
-	}
-	s.attempts.New = newAttempt
 	return s, nil
+}
+
+// closedBeforeAnswer is whether err is a connection closed or reset before
+// the first byte of an answer.
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Close closes idle keep-alive connections. Sends in progress finish
 // normally; the Sender stays usable.
 func (s *Sender) Close() {
-	s.transport.CloseIdleConnections()
+	s.client.CloseIdleConnections()
+}
+
+// abort makes every exchange on a connection to addr fail now, by moving
+// the connection's deadlines into the past: fasthttp has no cancellation
+// by context. Other sends to the same host on their own connections fail
+// too; callers cancel when the whole worker stops or a dashboard request
+// goes away, rarely both at once for one host.
+func (s *Sender) abort(addr string) {
+	past := time.Unix(1, 0)
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.conns {
+		if c.addr == addr {
+			c.SetDeadline(past)
+		}
+	}
 }
 
 // Send performs one attempt and classifies it. It never returns an error:
@@ -257,63 +307,74 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-
-	a := s.attempts.Get().(*attempt)
-	defer s.attempts.Put(a)
-	a.remote = nil
-	if httptrace.ContextClientTrace(ctx) == nil {
-		ctx = httptrace.WithClientTrace(ctx, &a.trace)
-	} else {
-		// WithClientTrace composes with a trace already in the context by
-		// writing into ours, which the pooled copy must never see.
-		t := a.trace
-		ctx = httptrace.WithClientTrace(ctx, &t)
+	deadline := time.Now().Add(timeout)
+	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
 
-	req, msg := s.newRequest(ctx, r)
-	if req == nil {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	u, addr, msg := s.buildRequest(req, r)
+	if u == nil {
 		fail(res, Permanent, ClassInvalidRequest, msg)
 		return
 	}
-	red := redactor{query: req.URL.RawQuery, values: r.Redact}
-	if req.Host != req.URL.Host {
-		red.host = req.Host
+	red := redactor{query: u.RawQuery, values: r.Redact}
+	if host := req.Header.Host(); req.UseHostHeader && string(host) != u.Host {
+		red.host = string(host)
 	}
 	defer func() {
 		res.Error = red.redact(res.Error)
 		res.Excerpt = red.redact(res.Excerpt)
 	}()
+	if parent.Err() != nil {
+		classifyError(res, parent.Err(), parent, timeout)
+		return
+	}
+	if parent.Done() != nil {
+		stop := context.AfterFunc(parent, func() { s.abort(addr) })
+		defer stop()
+	}
 
-	resp, err := s.roundTrip.RoundTrip(req)
-	if a.remote != nil {
-		if a.remote != a.lastRemote {
-			a.lastRemote, a.lastRemoteStr = a.remote, a.remote.String()
+	a := s.attempts.Get().(*attempt)
+	defer s.attempts.Put(a)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+
+	err := s.client.DoDeadline(req, resp, deadline)
+	if remote := resp.RemoteAddr(); remote != nil {
+		if remote != a.lastRemote {
+			a.lastRemote, a.lastRemoteStr = remote, remote.String()
 		}
 		res.RemoteAddr = a.lastRemoteStr
 	}
 	if err != nil {
-		classifyError(res, err, parent, ctx, timeout)
+		classifyError(res, err, parent, timeout)
 		return
 	}
-	res.StatusCode = resp.StatusCode
+	res.StatusCode = resp.StatusCode()
 
-	n, readErr := io.ReadFull(resp.Body, a.buf[:])
-	if readErr == io.EOF || readErr == io.ErrUnexpectedEOF {
-		readErr = nil // a body shorter than the cap: the normal case
+	var n int
+	var readErr error
+	if stream := resp.BodyStream(); stream != nil {
+		n, readErr = io.ReadFull(stream, a.buf[:])
+		if readErr == io.EOF || readErr == io.ErrUnexpectedEOF {
+			readErr = nil // a body shorter than the cap: the normal case
+		}
+		// Closing before the end drops the connection when the body was
+		// longer than the cap; that is the price of never reading more.
+		resp.CloseBodyStream()
+	} else {
+		n = copy(a.buf[:], resp.Body())
 	}
-	// Closing without draining drops the connection when the body was
-	// longer than the cap; that is the price of never reading more.
-	resp.Body.Close()
 	body := a.buf[:n]
 	res.Excerpt = excerpt(body)
 
-	code := resp.StatusCode
+	code := res.StatusCode
 	matched := r.SuccessBodyContains == "" || bytes.Contains(body, []byte(r.SuccessBodyContains))
 	if !matched && readErr != nil && code >= 200 && code < 300 {
 		// The match may have been in the part that never came.
-		classifyError(res, readErr, parent, ctx, timeout)
+		classifyError(res, readErr, parent, timeout)
 		return
 	}
 	// A 2xx status is the receiver's commitment; a body that then stalls
@@ -326,13 +387,13 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	text := statusText(code)
 	switch v.class {
 	case ClassRedirect:
-		text = redirectMessage(resp)
+		text = redirectMessage(code, u, resp.Header.Peek("Location"))
 	case ClassBodyMismatch:
 		text += ": body does not contain the expected text"
 	}
 	fail(res, v.outcome, v.class, text)
 	if v.retryAfter {
-		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.now())
+		res.RetryAfter = parseRetryAfter(string(resp.Header.Peek("Retry-After")), s.now())
 	}
 }
 
@@ -342,69 +403,90 @@ func fail(res *Result, o Outcome, class, msg string) {
 	res.Error = msg
 }
 
-// newRequest builds the http.Request or explains, without echoing the URL,
-// why it cannot be built.
-func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, string) {
+// buildRequest fills req from r and returns the parsed URL and the address
+// dialled, or explains, without echoing the URL, why it cannot be built.
+// The URL is checked with net/url, as everywhere else in hookline, and the
+// request line is its RequestURI: what is stored is what is sent.
+func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, string, string) {
 	method := r.Method
 	switch method {
 	case "":
 		method = http.MethodGet
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
-		return nil, "unsupported method " + strconv.Quote(Truncate(method, 20))
+		return nil, "", "unsupported method " + strconv.Quote(Truncate(method, 20))
 	}
-	var body io.Reader
-	if len(r.Body) > 0 {
-		// A *bytes.Reader is one net/http recognises as in memory: it
-		// then writes headers and body in one go and can rewind the body
-		// if a dead kept-alive connection forces a second try.
-		body = bytes.NewReader(r.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.URL, body)
+	u, err := url.Parse(r.URL)
 	if err != nil {
-		return nil, "invalid URL" + urlErrorDetail(err)
+		return nil, "", "invalid URL" + urlErrorDetail(err)
 	}
 	switch {
-	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		if req.URL.Scheme == "" {
-			return nil, "invalid URL: missing scheme"
+	case u.Scheme != "http" && u.Scheme != "https":
+		if u.Scheme == "" {
+			return nil, "", "invalid URL: missing scheme"
 		}
-		return nil, "invalid URL: unsupported scheme " + strconv.Quote(Truncate(req.URL.Scheme, 20))
-	case req.URL.Host == "":
-		return nil, "invalid URL: missing host"
-	case !validPort(req.URL.Port()):
+		return nil, "", "invalid URL: unsupported scheme " + strconv.Quote(Truncate(u.Scheme, 20))
+	case u.Host == "" || u.Hostname() == "":
+		return nil, "", "invalid URL: missing host"
+	case !validPort(u.Port()):
 		// url.Parse checks only that the port is digits.
-		return nil, "invalid URL: port out of range"
+		return nil, "", "invalid URL: port out of range"
 	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	addr := net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 
-	h := r.Header
-	var auth string
-	if u := req.URL.User; u != nil && h.Get("Authorization") == "" {
-		// http.Client turns URL credentials into Basic auth; Send calls
-		// the transport directly, so it does the same here.
-		pw, _ := u.Password()
-		auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw))
-	}
-	if ua := h["User-Agent"]; len(ua) != 1 || ua[0] != s.userAgent[0] || auth != "" {
-		// Copy rather than write into the caller's map, which may be
-		// shared; callers that pre-set the same User-Agent skip this.
-		h = make(http.Header, len(r.Header)+2)
-		for k, v := range r.Header {
-			h[k] = v
+	req.Header.DisableNormalizing()
+	req.Header.SetNoDefaultContentType(true)
+	req.Header.SetMethod(method)
+	uri := req.URI()
+	uri.DisablePathNormalizing = true
+	uri.SetScheme(u.Scheme)
+	uri.SetHost(u.Host)
+	uri.SetPath(u.EscapedPath())
+	uri.SetQueryString(u.RawQuery)
+
+	for k, vs := range r.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, "", "invalid header field name " + strconv.Quote(Truncate(k, 40))
 		}
-		h["User-Agent"] = s.userAgent
-		if auth != "" {
-			h["Authorization"] = []string{auth}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return nil, "", "invalid header field value for " + strconv.Quote(Truncate(k, 40))
+			}
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "User-Agent", "Content-Length", "Connection", "Transfer-Encoding":
+			// The User-Agent is always ours (DESIGN §3); the framing is
+			// the client's.
+			continue
+		case "Host":
+			if len(vs) > 0 && vs[0] != "" {
+				if !httpguts.ValidHostHeader(vs[0]) {
+					return nil, "", "invalid Host header"
+				}
+				req.UseHostHeader = true
+				req.Header.SetHost(vs[0])
+			}
+			continue
+		}
+		for _, v := range vs {
+			req.Header.Add(k, v)
 		}
 	}
-	req.Header = h
-	if host := h["Host"]; len(host) > 0 && host[0] != "" {
-		if !httpguts.ValidHostHeader(host[0]) {
-			return nil, "invalid Host header"
-		}
-		req.Host = host[0]
+	req.Header.Set("User-Agent", s.userAgent)
+	if user := u.User; user != nil && len(r.Header["Authorization"]) == 0 {
+		// net/http's client turns URL credentials into Basic auth; so
+		// does the sender.
+		pw, _ := user.Password()
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user.Username()+":"+pw)))
 	}
-	return req, ""
+	if len(r.Body) > 0 {
+		req.SetBodyRaw(r.Body)
+	}
+	return u, addr, ""
 }
 
 func validPort(p string) bool {
@@ -427,9 +509,12 @@ func statusText(code int) string {
 // redirectMessage names where the receiver redirects to (the commonest
 // cause is http:// configured where https:// is served) without the target's
 // query, which may carry the very values that must not be logged.
-func redirectMessage(resp *http.Response) string {
-	msg := statusText(resp.StatusCode) + ": redirect not followed"
-	loc, err := resp.Location()
+func redirectMessage(code int, base *url.URL, location []byte) string {
+	msg := statusText(code) + ": redirect not followed"
+	if len(location) == 0 {
+		return msg
+	}
+	loc, err := base.Parse(string(location))
 	if err != nil {
 		return msg
 	}

@@ -89,11 +89,11 @@ func TestNewValidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if s.transport.MaxIdleConnsPerHost != DefaultMaxIdleConnsPerHost || s.userAgent[0] != "hookline" {
-			t.Fatalf("defaults not applied: per host %d, user agent %q", s.transport.MaxIdleConnsPerHost, s.userAgent[0])
+		if s.client.MaxConnsPerHost != DefaultMaxIdleConnsPerHost || s.userAgent != "hookline" {
+			t.Fatalf("defaults not applied: per host %d, user agent %q", s.client.MaxConnsPerHost, s.userAgent)
 		}
-		if s.transport.Proxy != nil {
-			t.Fatal("transport must not use a proxy")
+		if s.client.Dial != nil || s.client.DialTimeout == nil {
+			t.Fatal("every connection must be dialled by the guard's dialer")
 		}
 	})
 }
@@ -708,21 +708,21 @@ func TestSendTLS(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv, proto
 	}
-	t.Run("http2 negotiated", func(t *testing.T) {
+	t.Run("http/1.1 where http2 is offered", func(t *testing.T) {
 		srv, proto := newTLSServer(t)
 		s := newTestSender(t, Options{})
 		pool := x509.NewCertPool()
 		pool.AddCert(srv.Certificate())
-		s.transport.TLSClientConfig.RootCAs = pool
+		s.client.TLSConfig.RootCAs = pool
 		res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second})
 		if res.Outcome != OK {
 			t.Fatalf("outcome %q/%q: %s", res.Outcome, res.ErrorClass, res.Error)
 		}
-		if p := <-proto; p != 2 {
-			t.Fatalf("request used HTTP/%d, want HTTP/2", p)
+		if p := <-proto; p != 1 {
+			t.Fatalf("request used HTTP/%d, want HTTP/1.1", p)
 		}
 		if res.RemoteAddr != srv.Listener.Addr().String() {
-			t.Fatalf("RemoteAddr = %q over HTTP/2", res.RemoteAddr)
+			t.Fatalf("RemoteAddr = %q over TLS", res.RemoteAddr)
 		}
 	})
 	t.Run("unknown authority", func(t *testing.T) {
@@ -780,23 +780,17 @@ func TestSendResolvesAtDialTime(t *testing.T) {
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func TestSendDefaultTimeout(t *testing.T) {
 	// A zero Timeout must mean the endpoints' default, never "no limit".
 	var remaining time.Duration
 	s := newTestSender(t, Options{})
-	s.roundTrip = roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if d, ok := r.Context().Deadline(); ok {
-			remaining = time.Until(d)
-		}
+	s.client.DialTimeout = func(_ string, timeout time.Duration) (net.Conn, error) {
+		remaining = timeout
 		return nil, errors.New("stop here")
-	})
+	}
 	s.Send(context.Background(), Request{URL: "http://127.0.0.1:1/"})
 	if remaining <= DefaultTimeout-time.Second || remaining > DefaultTimeout {
-		t.Fatalf("request deadline in %v, want about %v", remaining, DefaultTimeout)
+		t.Fatalf("dial given %v, want about %v", remaining, DefaultTimeout)
 	}
 }
 
@@ -876,4 +870,133 @@ func (f *fakeDNS) answer(query []byte) ([]byte, error) {
 		}
 	}
 	return b.Finish()
+}
+
+func TestSendStaleKeepAlive(t *testing.T) {
+	// The receiver answers and then closes each kept-alive connection
+	// while it sits idle in the pool (as servers with a short keep-alive
+	// timeout do): the next send finds it dead before any answer and must
+	// be sent again on a new connection, not fail, whatever its method.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns, requests atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				if n, err := c.Read(buf); err != nil || !strings.Contains(string(buf[:n]), "\r\n\r\n") {
+					return
+				}
+				requests.Add(1)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				time.Sleep(20 * time.Millisecond) // the answer is read and the connection pooled
+			}()
+		}
+	}()
+	s := newTestSender(t, Options{})
+	url := "http://" + ln.Addr().String() + "/hook"
+	for i, method := range []string{"POST", "POST", "GET"} {
+		res := s.Send(context.Background(), Request{Method: method, URL: url, Body: []byte("{}"), Timeout: 5 * time.Second})
+		if res.Outcome != OK {
+			t.Fatalf("send %d (%s): %q/%q %s", i, method, res.Outcome, res.ErrorClass, res.Error)
+		}
+		time.Sleep(50 * time.Millisecond) // the server closes the idle connection
+	}
+	if n := requests.Load(); n != 3 {
+		t.Fatalf("the receiver answered %d requests, want 3", n)
+	}
+	if n := conns.Load(); n < 3 {
+		t.Fatalf("%d connections for 3 sends to a receiver that closes each", n)
+	}
+}
+
+func TestSendCancelStopsOnlyItsHost(t *testing.T) {
+	// Cancellation expires the connections to the canceled request's
+	// host; a send to another host is not disturbed.
+	blocked, entered := blockingServer(t, false)
+	slow, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "ok")
+	})
+	s := newTestSender(t, Options{})
+	other := make(chan Result, 1)
+	go func() { other <- s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-entered
+		cancel()
+	}()
+	start := time.Now()
+	res := s.Send(ctx, Request{URL: blocked.URL, Timeout: 10 * time.Second})
+	if res.Outcome != Transient || res.ErrorClass != ClassCanceled {
+		t.Fatalf("canceled send: %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("canceled send returned after %v", d)
+	}
+	if r := <-other; r.Outcome != OK {
+		t.Fatalf("send to another host: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
+	}
+	// The expired connection is not reused: the next send succeeds.
+	if r := s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}); r.Outcome != OK {
+		t.Fatalf("send after the cancel: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
+	}
+}
+
+func TestSendResponseHeaderLimit(t *testing.T) {
+	big := strings.Repeat("a", maxResponseHeader)
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", big)
+		io.WriteString(w, "ok")
+	})
+	s := newTestSender(t, Options{})
+	res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second})
+	if res.Outcome != Transient || res.ErrorClass != ClassConnect || res.Error != "response headers larger than 16 KiB" {
+		t.Fatalf("got %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
+	}
+}
+
+func TestSendTimeoutKeepsRemoteAddr(t *testing.T) {
+	srv, _ := blockingServer(t, false)
+	s := newTestSender(t, Options{})
+	res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 100 * time.Millisecond})
+	if res.ErrorClass != ClassTimeout || res.RemoteAddr != srv.Listener.Addr().String() {
+		t.Fatalf("got %q %q from %q, want a timeout from %s", res.ErrorClass, res.Error, res.RemoteAddr, srv.Listener.Addr())
+	}
+}
+
+func TestSendInvalidResponse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf)
+				io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n\r\n")
+			}()
+		}
+	}()
+	s := newTestSender(t, Options{})
+	res := s.Send(context.Background(), Request{URL: "http://" + ln.Addr().String() + "/", Timeout: 5 * time.Second})
+	if res.Outcome != Transient || res.ErrorClass != ClassConnect || res.Error != "invalid response headers" {
+		t.Fatalf("got %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
+	}
 }
