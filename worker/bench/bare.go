@@ -42,10 +42,8 @@ const bareBatch = 2048
 // the naive worker's: this is a baseline being measured, not part of
 // hookline.
 func bare(ctx context.Context, pool *pgxpool.Pool, guard *ssrf.Guard, rcv *receiver, o Options, endpoints map[int64]string) (Phase, error) {
-	s, err := sender.New(sender.Options{Guard: guard, UserAgent: "hookline/bench", MaxIdleConnsPerHost: o.Concurrency})
-	if err != nil {
-		return Phase{}, err
-	}
+	// net/http's client, as when the targets were set (nethttp.go).
+	s := newNetHTTPSender(guard, o.Concurrency)
 	defer s.Close()
 
 	type job struct {
@@ -244,7 +242,7 @@ func bare(ctx context.Context, pool *pgxpool.Pool, guard *ssrf.Guard, rcv *recei
 			return nil
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	d := time.Since(start)
 	if err != nil {
 		return Phase{}, err

@@ -27,10 +27,8 @@ import (
 // The statements are written here rather than in queries/ on purpose: this
 // is the baseline being measured, not part of hookline.
 func naive(ctx context.Context, pool *pgxpool.Pool, guard *ssrf.Guard, rcv *receiver, o Options) (Phase, error) {
-	s, err := sender.New(sender.Options{Guard: guard, UserAgent: "hookline/bench", MaxIdleConnsPerHost: o.NaiveConcurrency})
-	if err != nil {
-		return Phase{}, err
-	}
+	// net/http's client, as when the targets were set (nethttp.go).
+	s := newNetHTTPSender(guard, o.NaiveConcurrency)
 	defer s.Close()
 	// The index the naive claim needs (the article's queue index: due rows
 	// across all endpoints by time). Without it the baseline would measure a
@@ -79,7 +77,7 @@ func naive(ctx context.Context, pool *pgxpool.Pool, guard *ssrf.Guard, rcv *rece
 	return Phase{Count: int(done.Load()), Duration: d}, ctx.Err()
 }
 
-func naiveOne(ctx context.Context, pool *pgxpool.Pool, s *sender.Sender) (bool, error) {
+func naiveOne(ctx context.Context, pool *pgxpool.Pool, s *netHTTPSender) (bool, error) {
 	more := false
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var id, endpointID int64
