@@ -84,12 +84,42 @@ func BenchmarkSend(b *testing.B) {
 // rawResponder serves HTTP/1.1 keep-alive on 127.0.0.1 with a fixed
 // "200 ok" answer, reading each request's headers and Content-Length body.
 func rawResponder(b *testing.B) string {
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok")
+	return "http://" + tcpServer(b, func(c net.Conn) {
+		r := bufio.NewReaderSize(c, 8<<10)
+		for {
+			length := 0
+			for {
+				line, err := r.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				if len(line) <= 2 {
+					break
+				}
+				if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
+					length, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+				}
+			}
+			if _, err := r.Discard(length); err != nil {
+				return
+			}
+			if _, err := c.Write(resp); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// tcpServer accepts loopback connections until the test ends, each served
+// by handle on a goroutine of its own and closed when handle returns. It
+// returns the listener's address.
+func tcpServer(t testing.TB, handle func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.Cleanup(func() { ln.Close() })
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok")
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -98,30 +128,9 @@ func rawResponder(b *testing.B) string {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReaderSize(c, 8<<10)
-				for {
-					length := 0
-					for {
-						line, err := r.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-						if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
-							length, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-						}
-					}
-					if _, err := r.Discard(length); err != nil {
-						return
-					}
-					if _, err := c.Write(resp); err != nil {
-						return
-					}
-				}
+				handle(c)
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String()
+	return ln.Addr().String()
 }

@@ -157,13 +157,26 @@ type attempt struct {
 	lastRemoteStr string
 }
 
-// conn is a dialled connection as the Sender tracks it.
+// conn is a dialled connection as the Sender tracks it. Once aborted
+// (Sender.abort) its exchange in progress fails and so does any later one:
+// every deadline set on it is in the past, and a write fails with
+// errAborted before sending anything.
 type conn struct {
 	net.Conn
 	addr string // host:port as dialled
 	s    *Sender
 	once sync.Once
+
+	mu      sync.Mutex // orders deadline changes with abort
+	aborted bool
 }
+
+// errAborted is a write on an aborted connection: nothing of the request
+// was sent, so it can go out on another connection.
+var errAborted = errors.New("connection aborted")
+
+// past is the deadline of an aborted connection.
+var past = time.Unix(1, 0)
 
 func (c *conn) Close() error {
 	c.once.Do(func() {
@@ -172,6 +185,44 @@ func (c *conn) Close() error {
 		c.s.connMu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+func (c *conn) abort() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.aborted = true
+	c.Conn.SetDeadline(past)
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	aborted := c.aborted
+	c.mu.Unlock()
+	if aborted {
+		return 0, errAborted
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *conn) SetDeadline(t time.Time) error {
+	return c.setDeadline(t, c.Conn.SetDeadline)
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	return c.setDeadline(t, c.Conn.SetReadDeadline)
+}
+
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(t, c.Conn.SetWriteDeadline)
+}
+
+func (c *conn) setDeadline(t time.Time, set func(time.Time) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aborted {
+		t = past
+	}
+	return set(t)
 }
 
 // maxResponseHeader bounds a response's status line and headers: they are
@@ -248,23 +299,29 @@ func New(opts Options) (*Sender, error) {
 			hc.SecureErrorLogMessage = true
 			return nil
 		},
-		// A kept-alive connection the receiver has just closed fails
-		// before any answer; the request is then sent once more on a new
-		// connection, whatever its method, as net/http does. Nothing else
-		// is repeated here: retries are the worker's, with backoff.
-		MaxIdemponentCallAttempts: 2,
-		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-			return false, attempts == 1 && closedBeforeAnswer(err)
-		},
+		// Send repeats what may be repeated (resendable), knowing whether
+		// the send was canceled; fasthttp repeats nothing.
+		MaxIdemponentCallAttempts: 1,
 	}
 	return s, nil
 }
 
-// closedBeforeAnswer is whether err is a connection closed or reset before
-// the first byte of an answer.
-func closedBeforeAnswer(err error) bool {
-	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+// maxTries bounds how often one attempt's request goes out (resendable).
+const maxTries = 3
+
+// resendable is whether a request that failed with err on its try-th
+// sending may go out again at once, on another connection: when nothing of
+// it was sent (a connection aborted while it sat in the pool), or, on the
+// first try only, when a kept-alive connection turned out closed by the
+// receiver before any answer. net/http does the same for connections it
+// finds closed while idle; nothing else is repeated here: retries are the
+// worker's, with backoff.
+func resendable(err error, try int) bool {
+	if errors.Is(err, errAborted) {
+		return true
+	}
+	return try == 1 && (errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
 
 // Close closes idle keep-alive connections. Sends in progress finish
@@ -273,20 +330,21 @@ func (s *Sender) Close() {
 	s.client.CloseIdleConnections()
 }
 
-// abort makes every exchange on a connection to addr fail now, by moving
-// the connection's deadlines into the past: fasthttp has no cancellation
-// by context. Other sends to the same host on their own connections fail
-// too; callers cancel when the whole worker stops or a dashboard request
-// goes away, rarely both at once for one host.
+// abort makes every exchange on a connection to addr fail now (fasthttp
+// has no cancellation by context) and closes the idle connections, so
+// that none of those aborted comes back from the pool. Other sends to the
+// same host on their own connections fail too, as timeouts; callers cancel
+// when the whole worker stops or a dashboard request goes away, rarely
+// both at once for one host.
 func (s *Sender) abort(addr string) {
-	past := time.Unix(1, 0)
 	s.connMu.Lock()
-	defer s.connMu.Unlock()
 	for c := range s.conns {
 		if c.addr == addr {
-			c.SetDeadline(past)
+			c.abort()
 		}
 	}
+	s.connMu.Unlock()
+	s.client.CloseIdleConnections()
 }
 
 // Send performs one attempt and classifies it. It never returns an error:
@@ -341,7 +399,14 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 
-	err := s.client.DoDeadline(req, resp, deadline)
+	var err error
+	for try := 1; ; try++ {
+		err = s.client.DoDeadline(req, resp, deadline)
+		if err == nil || parent.Err() != nil || try == maxTries || !resendable(err, try) {
+			break
+		}
+		resp.Reset()
+	}
 	if remote := resp.RemoteAddr(); remote != nil {
 		if remote != a.lastRemote {
 			a.lastRemote, a.lastRemoteStr = remote, remote.String()

@@ -877,33 +877,19 @@ func TestSendStaleKeepAlive(t *testing.T) {
 	// while it sits idle in the pool (as servers with a short keep-alive
 	// timeout do): the next send finds it dead before any answer and must
 	// be sent again on a new connection, not fail, whatever its method.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var conns, requests atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				if n, err := c.Read(buf); err != nil || !strings.Contains(string(buf[:n]), "\r\n\r\n") {
-					return
-				}
-				requests.Add(1)
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				time.Sleep(20 * time.Millisecond) // the answer is read and the connection pooled
-			}()
+	addr := tcpServer(t, func(c net.Conn) {
+		conns.Add(1)
+		buf := make([]byte, 4096)
+		if n, err := c.Read(buf); err != nil || !strings.Contains(string(buf[:n]), "\r\n\r\n") {
+			return
 		}
-	}()
+		requests.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		time.Sleep(20 * time.Millisecond) // the answer is read and the connection pooled
+	})
 	s := newTestSender(t, Options{})
-	url := "http://" + ln.Addr().String() + "/hook"
+	url := "http://" + addr + "/hook"
 	for i, method := range []string{"POST", "POST", "GET"} {
 		res := s.Send(context.Background(), Request{Method: method, URL: url, Body: []byte("{}"), Timeout: 5 * time.Second})
 		if res.Outcome != OK {
@@ -920,14 +906,29 @@ func TestSendStaleKeepAlive(t *testing.T) {
 }
 
 func TestSendCancelStopsOnlyItsHost(t *testing.T) {
-	// Cancellation expires the connections to the canceled request's
-	// host; a send to another host is not disturbed.
-	blocked, entered := blockingServer(t, false)
+	// Cancellation aborts the connections to the canceled request's
+	// host; a send to another host is not disturbed, and the next send to
+	// the same host goes out on a new connection.
+	entered := make(chan struct{}, 1)
+	var first atomic.Bool
+	canceled, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if first.CompareAndSwap(false, true) {
+			entered <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		io.WriteString(w, "ok")
+	})
 	slow, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond)
 		io.WriteString(w, "ok")
 	})
 	s := newTestSender(t, Options{})
+	// A kept-alive connection to the host waits in the pool.
+	if r := s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}); r.Outcome != OK {
+		t.Fatalf("warm-up: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
+	}
 	other := make(chan Result, 1)
 	go func() { other <- s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}) }()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -936,7 +937,7 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	res := s.Send(ctx, Request{URL: blocked.URL, Timeout: 10 * time.Second})
+	res := s.Send(ctx, Request{URL: canceled.URL, Timeout: 10 * time.Second})
 	if res.Outcome != Transient || res.ErrorClass != ClassCanceled {
 		t.Fatalf("canceled send: %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
 	}
@@ -946,9 +947,10 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 	if r := <-other; r.Outcome != OK {
 		t.Fatalf("send to another host: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
 	}
-	// The expired connection is not reused: the next send succeeds.
-	if r := s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}); r.Outcome != OK {
-		t.Fatalf("send after the cancel: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
+	for _, url := range []string{canceled.URL, slow.URL} {
+		if r := s.Send(context.Background(), Request{URL: url, Timeout: 5 * time.Second}); r.Outcome != OK {
+			t.Fatalf("send to %s after the cancel: %q/%q %q", url, r.Outcome, r.ErrorClass, r.Error)
+		}
 	}
 }
 
@@ -975,27 +977,12 @@ func TestSendTimeoutKeepsRemoteAddr(t *testing.T) {
 }
 
 func TestSendInvalidResponse(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				c.Read(buf)
-				io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n\r\n")
-			}()
-		}
-	}()
+	addr := tcpServer(t, func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n\r\n")
+	})
 	s := newTestSender(t, Options{})
-	res := s.Send(context.Background(), Request{URL: "http://" + ln.Addr().String() + "/", Timeout: 5 * time.Second})
+	res := s.Send(context.Background(), Request{URL: "http://" + addr + "/", Timeout: 5 * time.Second})
 	if res.Outcome != Transient || res.ErrorClass != ClassConnect || res.Error != "invalid response headers" {
 		t.Fatalf("got %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
 	}
