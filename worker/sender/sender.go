@@ -225,6 +225,10 @@ func (c *conn) setDeadline(t time.Time, set func(time.Time) error) error {
 	return set(t)
 }
 
+// maxConnDuration is how long a connection serves requests; the request
+// that finds it older asks the receiver to close it after answering.
+const maxConnDuration = 5 * time.Minute
+
 // maxResponseHeader bounds a response's status line and headers: they are
 // read into one buffer of this size, taken from a pool per request.
 const maxResponseHeader = 16 << 10
@@ -284,6 +288,11 @@ func New(opts Options) (*Sender, error) {
 		MaxConnsPerHost:     perHost,
 		MaxConnWaitTimeout:  time.Minute, // bounded sooner by each request's deadline
 		MaxIdleConnDuration: 90 * time.Second,
+		// A busy connection is never idle: without an end of its own it
+		// would outlive a partner's DNS change (a failover, a move behind
+		// another load balancer) for as long as deliveries keep it busy.
+		// Each dial resolves the name again.
+		MaxConnDuration: maxConnDuration,
 		ReadBufferSize:      maxResponseHeader,
 		// The body is read through a stream, MaxBodyRead at most: a huge
 		// or endless body costs no more than that (and the connection).

@@ -987,3 +987,36 @@ func TestSendInvalidResponse(t *testing.T) {
 		t.Fatalf("got %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
 	}
 }
+
+func TestSendConnectionsEnd(t *testing.T) {
+	// A connection older than its limit is closed after its next answer,
+	// however busy: the next send dials (and resolves) again.
+	var newConns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			newConns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	if maxConnDuration < time.Minute {
+		t.Fatalf("maxConnDuration %v: connections would be redialled too often", maxConnDuration)
+	}
+	s := newTestSender(t, Options{})
+	if s.client.MaxConnDuration != maxConnDuration {
+		t.Fatalf("connections live %v, want %v", s.client.MaxConnDuration, maxConnDuration)
+	}
+	s.client.MaxConnDuration = 50 * time.Millisecond
+	for i := range 6 {
+		if res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second}); res.Outcome != OK {
+			t.Fatalf("send %d: %q %s", i, res.Outcome, res.Error)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := newConns.Load(); n < 2 || n > 5 {
+		t.Fatalf("%d connections for 6 sends 30 ms apart with a 50 ms lifetime", n)
+	}
+}
