@@ -1020,3 +1020,16 @@ func TestSendConnectionsEnd(t *testing.T) {
 		t.Fatalf("%d connections for 6 sends 30 ms apart with a 50 ms lifetime", n)
 	}
 }
+
+func TestSendSkipsInformationalAnswers(t *testing.T) {
+	// A 1xx (here 103 Early Hints) precedes the answer; the answer counts.
+	addr := tcpServer(t, func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	s := newTestSender(t, Options{})
+	res := s.Send(context.Background(), Request{URL: "http://" + addr + "/", Timeout: 5 * time.Second})
+	if res.Outcome != OK || res.StatusCode != 200 || res.Excerpt != "ok" {
+		t.Fatalf("got %q/%q %d %q", res.Outcome, res.ErrorClass, res.StatusCode, res.Error)
+	}
+}
