@@ -134,7 +134,7 @@ type Options struct {
 // goroutine writes and reads itself (worker/bench/performance.md, "The
 // sender's HTTP client"). What that gives up: HTTP/2 (every receiver
 // speaks HTTP/1.1) and cancellation by context, which Send rebuilds by
-// expiring the deadlines of the connections to the request's host (abort).
+// aborting the connections to the request's host (abort).
 type Sender struct {
 	client    *fasthttp.Client
 	userAgent string
@@ -293,7 +293,7 @@ func New(opts Options) (*Sender, error) {
 		// another load balancer) for as long as deliveries keep it busy.
 		// Each dial resolves the name again.
 		MaxConnDuration: maxConnDuration,
-		ReadBufferSize:      maxResponseHeader,
+		ReadBufferSize:  maxResponseHeader,
 		// The body is read through a stream, MaxBodyRead at most: a huge
 		// or endless body costs no more than that (and the connection).
 		StreamResponseBody: true,
