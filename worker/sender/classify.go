@@ -17,8 +17,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hookline/hookline/worker/ssrf"
 	"github.com/valyala/fasthttp"
+
+	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // verdict is what an HTTP answer means for the delivery.

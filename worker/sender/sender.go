@@ -26,10 +26,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/hookline/hookline/worker/ssrf"
-	"github.com/valyala/fasthttp"
 )
 
 // Limits from the delivery contract.
