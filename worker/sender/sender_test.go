@@ -552,18 +552,25 @@ func TestSendRequestShape(t *testing.T) {
 	})
 }
 
-func TestSendRemoteAddrAndReuse(t *testing.T) {
-	var newConns atomic.Int64
+// connCountingServer answers "ok" and counts the connections it accepts.
+func connCountingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
-			newConns.Add(1)
+			n.Add(1)
 		}
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func TestSendRemoteAddrAndReuse(t *testing.T) {
+	srv, newConns := connCountingServer(t)
 
 	s := newTestSender(t, Options{})
 	const sends = 20
@@ -878,6 +885,7 @@ func TestSendStaleKeepAlive(t *testing.T) {
 	// timeout do): the next send finds it dead before any answer and must
 	// be sent again on a new connection, not fail, whatever its method.
 	var conns, requests atomic.Int64
+	closed := make(chan struct{}, 8)
 	addr := tcpServer(t, func(c net.Conn) {
 		conns.Add(1)
 		buf := make([]byte, 4096)
@@ -886,7 +894,8 @@ func TestSendStaleKeepAlive(t *testing.T) {
 		}
 		requests.Add(1)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		time.Sleep(20 * time.Millisecond) // the answer is read and the connection pooled
+		c.Close()
+		closed <- struct{}{}
 	})
 	s := newTestSender(t, Options{})
 	url := "http://" + addr + "/hook"
@@ -895,7 +904,7 @@ func TestSendStaleKeepAlive(t *testing.T) {
 		if res.Outcome != OK {
 			t.Fatalf("send %d (%s): %q/%q %s", i, method, res.Outcome, res.ErrorClass, res.Error)
 		}
-		time.Sleep(50 * time.Millisecond) // the server closes the idle connection
+		<-closed // the connection the answer came on, now in the pool, is closed
 	}
 	if n := requests.Load(); n != 3 {
 		t.Fatalf("the receiver answered %d requests, want 3", n)
@@ -991,17 +1000,7 @@ func TestSendInvalidResponse(t *testing.T) {
 func TestSendConnectionsEnd(t *testing.T) {
 	// A connection older than its limit is closed after its next answer,
 	// however busy: the next send dials (and resolves) again.
-	var newConns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			newConns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv, newConns := connCountingServer(t)
 	if maxConnDuration < time.Minute {
 		t.Fatalf("maxConnDuration %v: connections would be redialled too often", maxConnDuration)
 	}
