@@ -985,13 +985,20 @@ func TestSendTimeoutKeepsRemoteAddr(t *testing.T) {
 	}
 }
 
-func TestSendInvalidResponse(t *testing.T) {
+// cannedAnswer sends one request to a receiver that reads it and writes
+// answer, byte for byte, then closes the connection.
+func cannedAnswer(t *testing.T, answer string) Result {
+	t.Helper()
 	addr := tcpServer(t, func(c net.Conn) {
 		c.Read(make([]byte, 4096))
-		io.WriteString(c, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n\r\n")
+		io.WriteString(c, answer)
 	})
 	s := newTestSender(t, Options{})
-	res := s.Send(context.Background(), Request{URL: "http://" + addr + "/", Timeout: 5 * time.Second})
+	return s.Send(context.Background(), Request{URL: "http://" + addr + "/", Timeout: 5 * time.Second})
+}
+
+func TestSendInvalidResponse(t *testing.T) {
+	res := cannedAnswer(t, "SSH-2.0-OpenSSH_9.6 secret-banner\r\n\r\n")
 	if res.Outcome != Transient || res.ErrorClass != ClassConnect || res.Error != "invalid response headers" {
 		t.Fatalf("got %q/%q %q", res.Outcome, res.ErrorClass, res.Error)
 	}
@@ -1022,12 +1029,7 @@ func TestSendConnectionsEnd(t *testing.T) {
 
 func TestSendSkipsInformationalAnswers(t *testing.T) {
 	// A 1xx (here 103 Early Hints) precedes the answer; the answer counts.
-	addr := tcpServer(t, func(c net.Conn) {
-		c.Read(make([]byte, 4096))
-		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	})
-	s := newTestSender(t, Options{})
-	res := s.Send(context.Background(), Request{URL: "http://" + addr + "/", Timeout: 5 * time.Second})
+	res := cannedAnswer(t, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	if res.Outcome != OK || res.StatusCode != 200 || res.Excerpt != "ok" {
 		t.Fatalf("got %q/%q %d %q", res.Outcome, res.ErrorClass, res.StatusCode, res.Error)
 	}
