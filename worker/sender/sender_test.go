@@ -1034,3 +1034,30 @@ func TestSendSkipsInformationalAnswers(t *testing.T) {
 		t.Fatalf("got %q/%q %d %q", res.Outcome, res.ErrorClass, res.StatusCode, res.Error)
 	}
 }
+
+func TestSendRequestLineExact(t *testing.T) {
+	// Postback URLs are sent as stored: no path cleaning, no re-encoding
+	// of the query, no fragment.
+	got := make(chan string, 1)
+	addr := tcpServer(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		line, _, _ := strings.Cut(string(buf[:n]), "\r\n")
+		got <- line
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
+	s := newTestSender(t, Options{})
+	for _, path := range []string{
+		"/pb//a/../b/./c?cid=a%2Fb&sum=1+2&x=%zz&empty=&=v",
+		"/p%20q/%E2%9C%93?q=%E2%9C%93",
+		"/t;param?x=1",
+	} {
+		res := s.Send(context.Background(), Request{URL: "http://" + addr + path + "#frag", Timeout: 5 * time.Second})
+		if res.Outcome != OK {
+			t.Fatalf("%s: %q/%q %s", path, res.Outcome, res.ErrorClass, res.Error)
+		}
+		if line := <-got; line != "GET "+path+" HTTP/1.1" {
+			t.Fatalf("request line %q, want %q", line, "GET "+path+" HTTP/1.1")
+		}
+	}
+}
