@@ -356,6 +356,19 @@ func (s *Sender) abort(addr string) {
 	s.client.CloseIdleConnections()
 }
 
+// dialAddr is the address fasthttp dials for u, as its DialTimeout gets
+// it: the host, lower-cased, and the port, the scheme's when u has none.
+func dialAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 // Send performs one attempt and classifies it. It never returns an error:
 // every failure is a Result with an Outcome and an ErrorClass.
 func (s *Sender) Send(ctx context.Context, r Request) Result {
@@ -381,7 +394,7 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	u, addr, msg := s.buildRequest(req, r)
+	u, msg := s.buildRequest(req, r)
 	if u == nil {
 		fail(res, Permanent, ClassInvalidRequest, msg)
 		return
@@ -399,7 +412,7 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		return
 	}
 	if parent.Done() != nil {
-		stop := context.AfterFunc(parent, func() { s.abort(addr) })
+		stop := context.AfterFunc(parent, func() { s.abort(dialAddr(u)) })
 		defer stop()
 	}
 
@@ -477,41 +490,35 @@ func fail(res *Result, o Outcome, class, msg string) {
 	res.Error = msg
 }
 
-// buildRequest fills req from r and returns the parsed URL and the address
-// dialled, or explains, without echoing the URL, why it cannot be built.
+// buildRequest fills req from r and returns the parsed URL, or explains,
+// without echoing the URL, why it cannot be built.
 // The URL is checked with net/url, as everywhere else in hookline, and the
 // request line is its RequestURI: what is stored is what is sent.
-func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, string, string) {
+func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, string) {
 	method := r.Method
 	switch method {
 	case "":
 		method = http.MethodGet
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
-		return nil, "", "unsupported method " + strconv.Quote(Truncate(method, 20))
+		return nil, "unsupported method " + strconv.Quote(Truncate(method, 20))
 	}
 	u, err := url.Parse(r.URL)
 	if err != nil {
-		return nil, "", "invalid URL" + urlErrorDetail(err)
+		return nil, "invalid URL" + urlErrorDetail(err)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		if u.Scheme == "" {
-			return nil, "", "invalid URL: missing scheme"
+			return nil, "invalid URL: missing scheme"
 		}
-		return nil, "", "invalid URL: unsupported scheme " + strconv.Quote(Truncate(u.Scheme, 20))
+		return nil, "invalid URL: unsupported scheme " + strconv.Quote(Truncate(u.Scheme, 20))
 	case u.Host == "" || u.Hostname() == "":
-		return nil, "", "invalid URL: missing host"
+		return nil, "invalid URL: missing host"
 	case !validPort(u.Port()):
 		// url.Parse checks only that the port is digits.
-		return nil, "", "invalid URL: port out of range"
+		return nil, "invalid URL: port out of range"
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	addr := net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-
 	req.Header.DisableNormalizing()
 	req.Header.SetNoDefaultContentType(true)
 	req.Header.SetMethod(method)
@@ -524,11 +531,11 @@ func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, strin
 
 	for k, vs := range r.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, "", "invalid header field name " + strconv.Quote(Truncate(k, 40))
+			return nil, "invalid header field name " + strconv.Quote(Truncate(k, 40))
 		}
 		for _, v := range vs {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, "", "invalid header field value for " + strconv.Quote(Truncate(k, 40))
+				return nil, "invalid header field value for " + strconv.Quote(Truncate(k, 40))
 			}
 		}
 		switch http.CanonicalHeaderKey(k) {
@@ -539,7 +546,7 @@ func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, strin
 		case "Host":
 			if len(vs) > 0 && vs[0] != "" {
 				if !httpguts.ValidHostHeader(vs[0]) {
-					return nil, "", "invalid Host header"
+					return nil, "invalid Host header"
 				}
 				req.UseHostHeader = true
 				req.Header.SetHost(vs[0])
@@ -560,7 +567,7 @@ func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, strin
 	if len(r.Body) > 0 {
 		req.SetBodyRaw(r.Body)
 	}
-	return u, addr, ""
+	return u, ""
 }
 
 func validPort(p string) bool {
