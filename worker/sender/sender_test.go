@@ -929,8 +929,15 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
+	// The other host's second request is held until the cancel is over,
+	// so it is in flight throughout.
+	otherIn, release := make(chan struct{}, 1), make(chan struct{})
+	var otherN atomic.Int64
 	slow, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(300 * time.Millisecond)
+		if otherN.Add(1) == 2 {
+			otherIn <- struct{}{}
+			<-release
+		}
 		io.WriteString(w, "ok")
 	})
 	s := newTestSender(t, Options{})
@@ -940,6 +947,7 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 	}
 	other := make(chan Result, 1)
 	go func() { other <- s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}) }()
+	<-otherIn
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-entered
@@ -953,6 +961,7 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("canceled send returned after %v", d)
 	}
+	close(release)
 	if r := <-other; r.Outcome != OK {
 		t.Fatalf("send to another host: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
 	}
