@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -931,15 +932,17 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 	})
 	// The other host's second request is held until the cancel is over,
 	// so it is in flight throughout.
-	otherIn, release := make(chan struct{}, 1), make(chan struct{})
+	otherIn, held := make(chan struct{}, 1), make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
 	var otherN atomic.Int64
 	slow, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if otherN.Add(1) == 2 {
 			otherIn <- struct{}{}
-			<-release
+			<-held
 		}
 		io.WriteString(w, "ok")
 	})
+	t.Cleanup(release) // runs before the server's cleanup, which waits for its handlers
 	s := newTestSender(t, Options{})
 	// A kept-alive connection to the host waits in the pool.
 	if r := s.Send(context.Background(), Request{URL: slow.URL, Timeout: 5 * time.Second}); r.Outcome != OK {
@@ -961,7 +964,7 @@ func TestSendCancelStopsOnlyItsHost(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("canceled send returned after %v", d)
 	}
-	close(release)
+	release()
 	if r := <-other; r.Outcome != OK {
 		t.Fatalf("send to another host: %q/%q %q", r.Outcome, r.ErrorClass, r.Error)
 	}
