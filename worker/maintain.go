@@ -20,7 +20,8 @@ const (
 	rescueEvery    = 5 * time.Second
 	latencyEvery   = 5 * time.Second  // DESIGN: flushed at least every 10 s
 	refreshEvery   = 30 * time.Second // DESIGN: percentiles refreshed at least every 60 s
-	retentionEvery = time.Minute
+	// notifyCheckEvery is how often the NOTIFY queue's fill is checked.
+	notifyCheckEvery = time.Minute
 	// replicaLiveFor is how long a heartbeat counts a replica as alive.
 	replicaLiveFor = 20 * time.Second
 )
@@ -74,7 +75,7 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
-	var lastProbe, lastBeat, lastRescue, lastLatency, lastRefresh, lastRetention time.Time
+	var lastProbe, lastBeat, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
 	analyzed := false // deliveries and events have been analyzed once (analyzeYoung)
 	for {
 		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
@@ -127,11 +128,8 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 				w.log.Error("refresh endpoint latency", "err", err)
 			}
 		}
-		if now.Sub(lastRetention) >= retentionEvery {
-			lastRetention = now
-			if err := w.retain(ctx); err != nil && ctx.Err() == nil {
-				w.log.Error("retention", "err", err)
-			}
+		if now.Sub(lastNotifyCheck) >= notifyCheckEvery {
+			lastNotifyCheck = now
 			w.checkNotifyQueue(ctx)
 		}
 	}

@@ -54,6 +54,34 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	}
 }
 
+// TestRetentionCatchesUp: when one pass cannot delete everything past its
+// retention within its budget, the next comes after a pause as long as the
+// pass, not a whole period later, until retention has caught up.
+func TestRetentionCatchesUp(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	ctx := context.Background()
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	const n = 40000 // eight batches; a 30-ms pass deletes one or two
+	if _, err := e.pool.Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, type, payload, created_at)
+			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, $3)
+			RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
+		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old, n); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(func(c *Config) {
+		c.Retention.Every = time.Hour // without catching up, one pass in the whole test
+		c.Retention.Budget = 30 * time.Millisecond
+	})
+	e.run(w)
+	e.waitFor("retention to catch up", func() bool {
+		return e.count("SELECT count(*) FROM deliveries") == 0 && e.count("SELECT count(*) FROM events") == 0
+	})
+}
+
 // TestRetentionDeletesExpiredPortalAccess: portal sessions past their
 // limits and sign-in links long expired are deleted; live ones, and a link
 // a kept session came from, stay.

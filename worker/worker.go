@@ -80,22 +80,30 @@ type Config struct {
 	PublicURL string
 }
 
-// Retention says how long telemetry and finished work are kept.
+// Retention says how long telemetry and finished work are kept; a zero
+// field takes DefaultRetention's value.
 type Retention struct {
 	Attempts         time.Duration // delivery_attempts rows
 	MinuteHistograms time.Duration // 60 s and 900 s latency slots
 	HourlyHistograms time.Duration // 3600 s latency rollups
 	Delivered        time.Duration // delivered deliveries, and events with nothing left
+	// Every is how often a retention pass runs (default a minute). A pass
+	// stops after Budget (default 5 s) and leaves the rest to the next,
+	// which then comes sooner (see Worker.retainLoop).
+	Every  time.Duration
+	Budget time.Duration
 }
 
 // DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
-// hourly rollups 30 days; delivered work 7 days.
+// hourly rollups 30 days; delivered work 7 days; a pass a minute.
 func DefaultRetention() Retention {
 	return Retention{
 		Attempts:         7 * 24 * time.Hour,
 		MinuteHistograms: 48 * time.Hour,
 		HourlyHistograms: 30 * 24 * time.Hour,
 		Delivered:        7 * 24 * time.Hour,
+		Every:            time.Minute,
+		Budget:           5 * time.Second,
 	}
 }
 
@@ -143,8 +151,8 @@ type Worker struct {
 	hints   claimHints    // where the claim loop looks next
 	outbox  chan struct{} // a completion queued operator notifications
 	results chan outcome  // senders → completer
-	// retainMu makes retention passes one at a time (the maintenance loop's
-	// and RetainNow's); sweep, the events sweep's cursor, is under it.
+	// retainMu makes retention passes one at a time (retainLoop's and
+	// RetainNow's); sweep, the events sweep's cursor, is under it.
 	retainMu sync.Mutex
 	sweep    eventSweep
 	inflight sync.WaitGroup
@@ -187,9 +195,13 @@ func New(cfg Config) (*Worker, error) {
 	setDefault(&cfg.FlushSize, 512)
 	setDefault(&cfg.Flushers, 2)
 	setDefault(&cfg.ShutdownGrace, 20*time.Second)
-	if cfg.Retention == (Retention{}) {
-		cfg.Retention = DefaultRetention()
-	}
+	keep := DefaultRetention()
+	setDefault(&cfg.Retention.Attempts, keep.Attempts)
+	setDefault(&cfg.Retention.MinuteHistograms, keep.MinuteHistograms)
+	setDefault(&cfg.Retention.HourlyHistograms, keep.HourlyHistograms)
+	setDefault(&cfg.Retention.Delivered, keep.Delivered)
+	setDefault(&cfg.Retention.Every, keep.Every)
+	setDefault(&cfg.Retention.Budget, keep.Budget)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -297,6 +309,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
+	bg.Go(func() { w.retainLoop(ctx) })
 	bg.Go(func() { w.notifyLoop(ctx) })
 
 	for range w.cfg.Concurrency {
