@@ -146,6 +146,8 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 		{"bench --sink 10.1.2.3:0", nil, `bench: --sink "10.1.2.3:0": want a loopback address`, true},
 		{"bench --processes --rate 100", nil, "bench: --processes adds a row to the drain", true},
 		{"bench --rate 100 --ingesters 0", nil, "bench: --ingesters 0: want at least 1", true},
+		{"bench --rate 100 --duration 10m --soak 1m --retain-delivered 2m", nil, "bench: --retain-delivered 2m0s: want --soak and at least three of its intervals", true},
+		{"bench --rate 100 --retain-delivered 1h", nil, "bench: --retain-delivered 1h0m0s: want --soak", true},
 		{"serve", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 		{"user add --email ops@hookline.test", map[string]string{"HOOKLINE_ADDR": ":99999"}, `HOOKLINE_ADDR ":99999"`, false},
 	}

@@ -1000,6 +1000,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	ingesters := fs.Int("ingesters", 8, "with -rate: ingest transactions in flight at once, as concurrent API requests")
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
+	retain := fs.Duration("retain-delivered", 0, "with -soak: keep delivered deliveries and their events this long (at least three intervals) instead of 7 days, so retention deletes within the soak")
 	return func() (runFunc, error) {
 		if *sink != "" {
 			if err := bench.LoopbackAddr(*sink); err != nil {
@@ -1030,12 +1031,15 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			if *soak < 0 || *soak > *duration {
 				return nil, fmt.Errorf("--soak %s: want an interval within --duration", *soak)
 			}
+			if *retain != 0 && (*soak == 0 || *retain < 3**soak) {
+				return nil, fmt.Errorf("--retain-delivered %s: want --soak and at least three of its intervals", *retain)
+			}
 			if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
 				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				_, err := bench.Steady(ctx, bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}, std.out)
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -41,16 +42,21 @@ type SoakInterval struct {
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
+// With early set (retention deletes within the soak) it also reads each
+// interval's latencies two intervals after the interval began, while its
+// rows are still there.
 type soakSampler struct {
 	every time.Duration
+	start time.Time
 	mu    sync.Mutex
 	got   []SoakInterval
+	early map[int]Percentiles // by interval, read during the run
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
 
-func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Duration, start time.Time, sent func() int64) *soakSampler {
-	s := &soakSampler{every: every, done: make(chan struct{})}
+func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Duration, start time.Time, sent func() int64, early bool) *soakSampler {
+	s := &soakSampler{every: every, start: start, early: map[int]Percentiles{}, done: make(chan struct{})}
 	s.wg.Go(func() {
 		select {
 		case <-time.After(time.Until(start)):
@@ -77,8 +83,16 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 					iv.TableBytes[table] = b
 				}
 			}
+			var lat map[int]Percentiles
+			if early && k >= 2 {
+				// Events of interval k-2 are one to two intervals old:
+				// sent unless a backlog holds them, and not yet past a
+				// retention of three intervals.
+				lat, _ = soakLatencies(ctx, pool, start, every, k-2, k-1)
+			}
 			s.mu.Lock()
 			s.got = append(s.got, iv)
+			maps.Copy(s.early, lat)
 			s.mu.Unlock()
 		}
 	})
@@ -90,12 +104,10 @@ func (s *soakSampler) stop() {
 	s.wg.Wait()
 }
 
-// report adds each interval's latencies, read from the database once
-// everything is delivered, and writes the soak's table.
-func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyReport, start time.Time, out io.Writer) error {
-	s.mu.Lock()
-	got := s.got
-	s.mu.Unlock()
+// soakLatencies reads the enqueue-to-first-attempt percentiles of the
+// events created in intervals from to to-1 (to < 0: every interval from
+// from on), by interval.
+func soakLatencies(ctx context.Context, pool *pgxpool.Pool, start time.Time, every time.Duration, from, to int) (map[int]Percentiles, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT k, count(*),
 		       percentile_disc(0.5) WITHIN GROUP (ORDER BY ms),
@@ -107,24 +119,42 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 		      FROM events ev
 		      JOIN deliveries d ON d.event_id = ev.id
 		      JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt_no = 1
-		      WHERE ev.created_at >= $1) x
-		GROUP BY k ORDER BY k`, start, s.every.Seconds())
+		      WHERE ev.created_at >= $1::timestamptz + $3 * $2 * interval '1 second'
+		        AND ($4 < 0 OR ev.created_at < $1::timestamptz + $4 * $2 * interval '1 second')) x
+		GROUP BY k ORDER BY k`, start, every.Seconds(), from, to)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer rows.Close()
 	byK := map[int]Percentiles{}
 	for rows.Next() {
 		var k, n int
 		var p50, p95, p99, most float64
 		if err := rows.Scan(&k, &n, &p50, &p95, &p99, &most); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		byK[k] = Percentiles{Count: n, P50: msDuration(p50), P95: msDuration(p95), P99: msDuration(p99), Max: msDuration(most)}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return byK, rows.Err()
+}
+
+// report adds each interval's latencies (intervals counted from the
+// sampler's start, as its requests sent are), read from the database once
+// everything is delivered, and writes the soak's table. Where the interval
+// was also read during the run, the read that found more deliveries
+// counts: attempts only add rows, retention only takes them away.
+func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyReport, out io.Writer) error {
+	s.mu.Lock()
+	got, early := s.got, s.early
+	s.mu.Unlock()
+	byK, err := soakLatencies(ctx, pool, s.start, s.every, 0, -1)
+	if err != nil {
 		return err
+	}
+	for k, p := range early {
+		if p.Count > byK[k].Count {
+			byK[k] = p
+		}
 	}
 	for i := range got {
 		got[i].Enqueue = byK[i]

@@ -57,6 +57,15 @@ type SteadyOptions struct {
 	// Soak of the window (see soak.go) and no per-delivery state is kept
 	// in this process, whose memory is part of what a soak watches.
 	Soak time.Duration
+	// RetainDelivered, in a soak, keeps delivered deliveries and their
+	// events this long instead of seven days, so the worker's retention
+	// passes (one a minute, as deployed) delete within the soak and its
+	// table sizes can level off. It must be at least three intervals:
+	// each interval's latencies are also read during the run, two
+	// intervals after it began, before retention can take its rows.
+	RetainDelivered time.Duration
+	// retentionEvery overrides the worker's retention period (tests).
+	retentionEvery time.Duration
 }
 
 // Percentiles of a latency distribution.
@@ -215,6 +224,9 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if o.Rate <= 0 || o.Duration <= 0 {
 		return r, errors.New("steady: rate and duration must be positive")
 	}
+	if o.RetainDelivered > 0 && (o.Soak == 0 || o.RetainDelivered < 3*o.Soak) {
+		return r, errors.New("steady: RetainDelivered needs a soak and at least three of its intervals")
+	}
 
 	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", int32(o.Ingesters+24), o.Logger, out)
 	if err != nil {
@@ -251,6 +263,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	w, err := worker.New(worker.Config{
 		Pool: pool, Box: box, Guard: guard, UserAgent: "hookline/bench",
 		Concurrency: o.Concurrency, Logger: o.Logger,
+		Retention: worker.Retention{Delivered: o.RetainDelivered, Every: o.retentionEvery},
 	})
 	if err != nil {
 		return r, err
@@ -265,7 +278,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 
 	var soak *soakSampler
 	if o.Soak > 0 {
-		soak = startSoakSampler(ctx, pool, o.Soak, time.Now().Add(o.Warmup), rcv.count.Load)
+		soak = startSoakSampler(ctx, pool, o.Soak, time.Now().Add(o.Warmup), rcv.count.Load, o.RetainDelivered > 0)
 	}
 	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
 	if soak != nil {
@@ -320,7 +333,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 	r.Drain = time.Since(postedAt)
 	if soak != nil {
-		return r, soak.report(ctx, pool, &r, window.start, out)
+		return r, soak.report(ctx, pool, &r, out)
 	}
 
 	rows, err := pool.Query(ctx, `

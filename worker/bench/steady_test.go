@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,6 @@ func TestSteadySmall(t *testing.T) {
 	}
 }
 
-// TestPercentiles uses the nearest rank.
 // TestSteadySpread: with Spread each event makes one delivery, and the
 // endpoints take them in turn.
 func TestSteadySpread(t *testing.T) {
@@ -118,6 +118,61 @@ func TestSoakSmall(t *testing.T) {
 	}
 }
 
+// TestSoakWithRetention: with RetainDelivered, retention deletes delivered
+// deliveries and their events within the soak, and every interval still
+// reports its latencies: they were read during the run, before retention
+// took the rows.
+func TestSoakWithRetention(t *testing.T) {
+	url := dbtest.URL(t)
+	var out bytes.Buffer
+	r, err := Steady(context.Background(), SteadyOptions{
+		Rate: 100, Duration: 6 * time.Second, Warmup: 200 * time.Millisecond, Soak: time.Second,
+		RetainDelivered: 4 * time.Second, retentionEvery: 200 * time.Millisecond,
+		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: url,
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	if len(r.Intervals) < 5 {
+		t.Fatalf("%d intervals in a 6 s soak reported every second", len(r.Intervals))
+	}
+	for i, iv := range r.Intervals {
+		if iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 {
+			t.Fatalf("interval %d: %+v", i, iv)
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var events, deliveries int
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM deliveries)`).Scan(&events, &deliveries); err != nil {
+		t.Fatal(err)
+	}
+	// The warm-up's events and the first interval's were delivered more
+	// than four seconds before the run ended: retention has taken them.
+	if queued := r.WarmupEvents + r.Events; events > queued-r.WarmupEvents-r.Intervals[0].Deliveries || deliveries != events {
+		t.Fatalf("%d events and %d deliveries left of %d queued (%d in the warm-up, %d in the first interval)",
+			events, deliveries, queued, r.WarmupEvents, r.Intervals[0].Deliveries)
+	}
+}
+
+// TestSoakRetainNeedsIntervals: a retention shorter than three intervals
+// could take an interval's rows before they are read.
+func TestSoakRetainNeedsIntervals(t *testing.T) {
+	for _, o := range []SteadyOptions{
+		{Rate: 10, Duration: time.Second, RetainDelivered: time.Minute},
+		{Rate: 10, Duration: 10 * time.Second, Soak: time.Second, RetainDelivered: 2 * time.Second},
+	} {
+		if _, err := Steady(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "RetainDelivered") {
+			t.Fatalf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestPercentiles uses the nearest rank.
 func TestPercentiles(t *testing.T) {
 	var d []time.Duration
 	for i := 100; i >= 1; i-- {
