@@ -70,6 +70,22 @@ func (q *Queries) PipelineStats(ctx context.Context, now *time.Time) (PipelineSt
 	return i, err
 }
 
+const retentionOldestDelivered = `-- name: RetentionOldestDelivered :one
+SELECT coalesce(extract(epoch FROM coalesce($1::timestamptz, now()) - min(delivered_at)), 0)::float8 AS seconds
+FROM deliveries
+WHERE status = 'delivered'
+`
+
+// Age of the oldest delivered delivery still kept (0 when none): it stays
+// about HOOKLINE_RETAIN_DELIVERED while retention keeps up, and grows past
+// it when retention falls behind. One probe of deliveries_delivered.
+func (q *Queries) RetentionOldestDelivered(ctx context.Context, now *time.Time) (float64, error) {
+	row := q.db.QueryRow(ctx, retentionOldestDelivered, now)
+	var seconds float64
+	err := row.Scan(&seconds)
+	return seconds, err
+}
+
 const statsDeadByEndpoint = `-- name: StatsDeadByEndpoint :many
 SELECT d.endpoint_id, e.name, count(*)::bigint AS dead
 FROM deliveries d

@@ -26,6 +26,14 @@ SELECT
       WHERE d.status IN ('pending', 'failed')
         AND d.endpoint_id IN (SELECT id FROM endpoints WHERE enabled))::float8 AS oldest_pending_seconds;
 
+-- name: RetentionOldestDelivered :one
+-- Age of the oldest delivered delivery still kept (0 when none): it stays
+-- about HOOKLINE_RETAIN_DELIVERED while retention keeps up, and grows past
+-- it when retention falls behind. One probe of deliveries_delivered.
+SELECT coalesce(extract(epoch FROM coalesce(sqlc.narg('now')::timestamptz, now()) - min(delivered_at)), 0)::float8 AS seconds
+FROM deliveries
+WHERE status = 'delivered';
+
 -- name: StatsSlowEndpoints :many
 -- Endpoints whose recent or 24 h P95 crosses the slow line (2 s), worst
 -- first: latency rises before failures do.

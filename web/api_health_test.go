@@ -320,4 +320,22 @@ func TestMetricsParse(t *testing.T) {
 	if n := families["hookline_notify_queue_usage"]; n == nil || len(n.Metric) != 1 || n.Metric[0].Gauge.GetValue() >= db.NotifyQueueLimit {
 		t.Fatalf("notify queue usage: %v", n)
 	}
+	// Nothing delivered yet: retention has nothing to be behind on.
+	if r := families["hookline_retention_oldest_delivered_seconds"]; r == nil || len(r.Metric) != 1 || r.Metric[0].Gauge.GetValue() != 0 {
+		t.Fatalf("oldest delivered: %v", r)
+	}
+	// A delivery delivered an hour ago reads as an hour old.
+	if _, err := env.pool.Exec(context.Background(),
+		"UPDATE deliveries SET status = 'delivered', attempt_count = 1, delivered_at = now() - interval '1 hour'"); err != nil {
+		t.Fatal(err)
+	}
+	rec = env.do(http.MethodGet, "/metrics", nil, "Authorization", "")
+	families, err = parser.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := families["hookline_retention_oldest_delivered_seconds"]; r == nil || len(r.Metric) != 1 ||
+		r.Metric[0].Gauge.GetValue() < 3600 || r.Metric[0].Gauge.GetValue() > 3700 {
+		t.Fatalf("oldest delivered after an hour: %v", r)
+	}
 }

@@ -23,6 +23,7 @@ type queueCollector struct {
 	p95      *prometheus.Desc
 	scrapeOK *prometheus.Desc
 	notifyQ  *prometheus.Desc
+	retained *prometheus.Desc
 }
 
 func newQueueCollector(s *Server) *queueCollector {
@@ -42,11 +43,13 @@ func newQueueCollector(s *Server) *queueCollector {
 			"1 when the database answered the metrics queries.", nil, nil),
 		notifyQ: prometheus.NewDesc("hookline_notify_queue_usage",
 			fmt.Sprintf("How full PostgreSQL's NOTIFY queue is (0 to 1, the whole cluster). From %g hookline stops sending wake-up NOTIFYs and workers find deliveries by polling; it fills only while a listening session does not read.", db.NotifyQueueLimit), nil, nil),
+		retained: prometheus.NewDesc("hookline_retention_oldest_delivered_seconds",
+			"Age of the oldest delivered delivery still kept (0 when none): about HOOKLINE_RETAIN_DELIVERED while retention keeps up, more when it falls behind.", nil, nil),
 	}
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.queue, c.oldest, c.breaker, c.p95, c.scrapeOK, c.notifyQ} {
+	for _, d := range []*prometheus.Desc{c.queue, c.oldest, c.breaker, c.p95, c.scrapeOK, c.notifyQ, c.retained} {
 		ch <- d
 	}
 }
@@ -70,6 +73,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.notifyQ, prometheus.GaugeValue, usage)
+	retained, err := c.s.q.RetentionOldestDelivered(ctx, nil)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.retained, prometheus.GaugeValue, max(retained, 0))
 	rows, err := c.s.q.EndpointBreakerStates(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)

@@ -18,6 +18,8 @@ type Metrics struct {
 	claimed       prometheus.Counter
 	flushDuration prometheus.Histogram
 	flushErrors   prometheus.Counter
+	retainPasses  *prometheus.CounterVec
+	retainDeleted *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -50,9 +52,38 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hookline_complete_flush_errors_total",
 			Help: "Completion transactions that failed and were retried.",
 		}),
+		retainPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookline_retention_passes_total",
+			Help: "Retention passes by result: caught_up (everything past its retention deleted), behind (stopped at its budget with rows left; the next pass follows soon) or failed.",
+		}, []string{"result"}),
+		retainDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookline_retention_deleted_rows_total",
+			Help: "Rows retention deleted, by table (attempt partitions dropped whole are not counted).",
+		}, []string{"table"}),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors)
+	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted)
 	return m
+}
+
+func (m *Metrics) observeRetention(behind bool, err error) {
+	if m == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		m.retainPasses.WithLabelValues("failed").Inc()
+	case behind:
+		m.retainPasses.WithLabelValues("behind").Inc()
+	default:
+		m.retainPasses.WithLabelValues("caught_up").Inc()
+	}
+}
+
+func (m *Metrics) observeRetained(table string, rows int64) {
+	if m == nil || rows == 0 {
+		return
+	}
+	m.retainDeleted.WithLabelValues(table).Add(float64(rows))
 }
 
 func (m *Metrics) observeClaim(d time.Duration, n int, err error) {

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
@@ -72,14 +75,28 @@ func TestRetentionCatchesUp(t *testing.T) {
 		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old, n); err != nil {
 		t.Fatal(err)
 	}
+	metrics := NewMetrics(prometheus.NewRegistry())
 	w := e.worker(func(c *Config) {
 		c.Retention.Every = time.Hour // without catching up, one pass in the whole test
 		c.Retention.Budget = 30 * time.Millisecond
+		c.Metrics = metrics
 	})
 	e.run(w)
 	e.waitFor("retention to catch up", func() bool {
 		return e.count("SELECT count(*) FROM deliveries") == 0 && e.count("SELECT count(*) FROM events") == 0
 	})
+	// The metrics say so: passes behind, then one caught up, every row counted.
+	e.waitFor("a pass that caught up", func() bool {
+		return counterValue(t, metrics.retainPasses.WithLabelValues("caught_up")) >= 1
+	})
+	if behind := counterValue(t, metrics.retainPasses.WithLabelValues("behind")); behind < 2 {
+		t.Fatalf("%v passes behind, want at least 2 for %d rows in 5,000-row batches and a 30-ms budget", behind, n)
+	}
+	for _, table := range []string{"deliveries", "events"} {
+		if got := counterValue(t, metrics.retainDeleted.WithLabelValues(table)); got != n {
+			t.Fatalf("deleted %s counted %v, want %d", table, got, n)
+		}
+	}
 }
 
 // TestRetentionDeletesExpiredPortalAccess: portal sessions past their
@@ -177,4 +194,14 @@ func TestRetentionEventsGoWithTheirLastDelivery(t *testing.T) {
 	if w.sweep.createdAt.Before(keptAt) {
 		t.Fatalf("the sweep stopped at %s, before the kept event at %s", w.sweep.createdAt, keptAt)
 	}
+}
+
+// counterValue reads a Prometheus counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
