@@ -59,7 +59,7 @@ type SteadyOptions struct {
 	Soak time.Duration
 	// RetainDelivered, in a soak, keeps delivered deliveries and their
 	// events this long instead of seven days, so the worker's retention
-	// passes (one a minute, as deployed) delete within the soak and its
+	// passes (paced as deployed) delete within the soak and its
 	// table sizes can level off. It must be at least three intervals:
 	// each interval's latencies are also read during the run, two
 	// intervals after it began, before retention can take its rows.
