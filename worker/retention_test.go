@@ -99,6 +99,40 @@ func TestRetentionCatchesUp(t *testing.T) {
 	}
 }
 
+// TestRetentionStepsAllMove: a pass whose budget the delivered deliveries
+// use up still deletes a batch of each later step, here the events that
+// never had a delivery.
+func TestRetentionStepsAllMove(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	ctx := context.Background()
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	if _, err := e.pool.Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, type, payload, created_at)
+			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 12000)
+			RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
+		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old); err != nil {
+		t.Fatal(err)
+	}
+	// Older than the rest, so the sweep's first batch reaches them.
+	if _, err := e.pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
+		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 10)`, old.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(func(c *Config) { c.Retention.Budget = time.Nanosecond })
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 12000-retentionBatch {
+		t.Fatalf("%d deliveries left after one pass, want one batch gone", n)
+	}
+	if n := e.count("SELECT count(*) FROM events WHERE type = 'unsubscribed'"); n != 0 {
+		t.Fatalf("%d events without deliveries left: the sweep did not run", n)
+	}
+}
+
 // TestRetentionDeletesExpiredPortalAccess: portal sessions past their
 // limits and sign-in links long expired are deleted; live ones, and a link
 // a kept session came from, stay.
