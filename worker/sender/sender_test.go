@@ -1018,17 +1018,13 @@ func TestSendInvalidResponse(t *testing.T) {
 
 func TestSendConnectionsEnd(t *testing.T) {
 	// A connection older than its limit is closed after its next answer,
-	// however busy: the next send dials (and resolves) again.
+	// however busy: the next send dials (and resolves) again. Young
+	// connections are kept alive.
 	srv, newConns := connCountingServer(t)
 	if maxConnDuration < time.Minute {
 		t.Fatalf("maxConnDuration %v: connections would be redialled too often", maxConnDuration)
 	}
-	s := newTestSender(t, Options{})
-	if s.client.MaxConnDuration != maxConnDuration {
-		t.Fatalf("connections live %v, want %v", s.client.MaxConnDuration, maxConnDuration)
-	}
-	s.client.MaxConnDuration = 300 * time.Millisecond
-	send := func(k int, want int64) {
+	sendAll := func(s *Sender, k int, want int64) {
 		t.Helper()
 		for i := range k {
 			if res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second}); res.Outcome != OK {
@@ -1039,10 +1035,16 @@ func TestSendConnectionsEnd(t *testing.T) {
 			t.Fatalf("%d connections, want %d", n, want)
 		}
 	}
-	send(2, 1) // young: kept alive
-	// The subject is a connection's age: only time passing makes it old.
-	time.Sleep(350 * time.Millisecond)
-	send(3, 2) // the old one carries one more request, marked Connection: close; then a new one
+	young := newTestSender(t, Options{})
+	if young.client.MaxConnDuration != maxConnDuration {
+		t.Fatalf("connections live %v, want %v", young.client.MaxConnDuration, maxConnDuration)
+	}
+	sendAll(young, 2, 1) // one connection, kept alive
+	// A lifetime every connection has outlived by its first request: each
+	// request goes out marked Connection: close, and the next dials anew.
+	old := newTestSender(t, Options{})
+	old.client.MaxConnDuration = time.Nanosecond
+	sendAll(old, 3, 4)
 }
 
 func TestSendSkipsInformationalAnswers(t *testing.T) {
