@@ -88,8 +88,9 @@ type Retention struct {
 	HourlyHistograms time.Duration // 3600 s latency rollups
 	Delivered        time.Duration // delivered deliveries, and events with nothing left
 	// Every is how often a retention pass runs (default a minute). A pass
-	// stops after Budget (default 5 s) and leaves the rest to the next,
-	// which then comes sooner (see Worker.retainLoop).
+	// stops after Budget (default 5 s; each of its steps runs at least one
+	// batch) and leaves the rest to the next, which then comes sooner (see
+	// Worker.retainLoop).
 	Every  time.Duration
 	Budget time.Duration
 }
