@@ -526,6 +526,43 @@ func (q *Queries) DeliveryRescueExpired(ctx context.Context, arg DeliveryRescueE
 	return items, nil
 }
 
+const retentionLock = `-- name: RetentionLock :exec
+SELECT pg_advisory_lock(7270736904)
+`
+
+// RetentionLockTry's lock, waited for (a pass that must run: RetainNow).
+func (q *Queries) RetentionLock(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, retentionLock)
+	return err
+}
+
+const retentionLockTry = `-- name: RetentionLockTry :one
+SELECT pg_try_advisory_lock(7270736904) AS locked
+`
+
+// One retention pass at a time across replicas: a session lock, held by
+// the connection that runs the pass and released when it ends (or when that
+// session dies with its replica). Passes in several replicas at once picked
+// the same oldest rows, and all but one waited for its locks and then
+// deleted nothing. The others skip their turn.
+func (q *Queries) RetentionLockTry(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, retentionLockTry)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
+const retentionUnlock = `-- name: RetentionUnlock :one
+SELECT pg_advisory_unlock(7270736904) AS unlocked
+`
+
+func (q *Queries) RetentionUnlock(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, retentionUnlock)
+	var unlocked bool
+	err := row.Scan(&unlocked)
+	return unlocked, err
+}
+
 const tablesYoung = `-- name: TablesYoung :many
 SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes,
        greatest(c.reltuples, 0)::bigint AS rows_estimate

@@ -249,3 +249,18 @@ ANALYZE deliveries;
 
 -- name: AnalyzeEvents :exec
 ANALYZE events;
+
+-- name: RetentionLockTry :one
+-- One retention pass at a time across replicas: a session lock, held by
+-- the connection that runs the pass and released when it ends (or when that
+-- session dies with its replica). Passes in several replicas at once picked
+-- the same oldest rows, and all but one waited for its locks and then
+-- deleted nothing. The others skip their turn.
+SELECT pg_try_advisory_lock(7270736904) AS locked;
+
+-- name: RetentionLock :exec
+-- RetentionLockTry's lock, waited for (a pass that must run: RetainNow).
+SELECT pg_advisory_lock(7270736904);
+
+-- name: RetentionUnlock :one
+SELECT pg_advisory_unlock(7270736904) AS unlocked;

@@ -54,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		retainPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_retention_passes_total",
-			Help: "Retention passes by result: caught_up (everything past its retention deleted), behind (stopped at its budget with rows left; the next pass follows soon) or failed.",
+			Help: "Retention passes by result: caught_up (everything past its retention deleted), behind (stopped at its budget with rows left; the next pass follows soon), skipped (another replica was running one) or failed.",
 		}, []string{"result"}),
 		retainDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_retention_deleted_rows_total",
@@ -65,14 +65,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observeRetention(behind bool, err error) {
+func (m *Metrics) observeRetention(res retainResult, err error) {
 	if m == nil {
 		return
 	}
 	switch {
 	case err != nil:
 		m.retainPasses.WithLabelValues("failed").Inc()
-	case behind:
+	case res == retainSkipped:
+		m.retainPasses.WithLabelValues("skipped").Inc()
+	case res == retainBehind:
 		m.retainPasses.WithLabelValues("behind").Inc()
 	default:
 		m.retainPasses.WithLabelValues("caught_up").Inc()

@@ -12,9 +12,6 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
-// retentionBatch bounds one DELETE: a short transaction that never holds
-// many row locks, so delivery is not blocked behind retention.
-const retentionBatch = 5000
 
 // retainLoop runs retention passes until ctx ends: one every
 // Retention.Every while passes finish within their budget. A pass that
@@ -25,20 +22,21 @@ const retentionBatch = 5000
 // 3,000 deliveries/s a pass deleted about 45,000 of the 170,000
 // deliveries a minute brought).
 // Passes run on their own goroutine, so a long one never holds up the
-// maintenance loop's heartbeats, probes and rescues.
+// maintenance loop's heartbeats, probes and rescues. One replica at a time
+// runs a pass (RetentionLockTry); the others skip their turn.
 func (w *Worker) retainLoop(ctx context.Context) {
 	for {
 		start := time.Now()
-		behind, err := w.retain(ctx)
+		res, err := w.retain(ctx, false)
 		if ctx.Err() != nil {
 			return
 		}
-		w.metrics.observeRetention(behind, err)
+		w.metrics.observeRetention(res, err)
 		if err != nil {
 			w.log.Error("retention", "err", err)
 		}
 		wait := w.cfg.Retention.Every
-		if behind && err == nil {
+		if res == retainBehind && err == nil {
 			wait = min(wait, time.Since(start))
 		}
 		select {
@@ -49,14 +47,62 @@ func (w *Worker) retainLoop(ctx context.Context) {
 	}
 }
 
+// retainResult is how a retention pass ended.
+type retainResult int
+
+const (
+	retainCaughtUp retainResult = iota // nothing past its retention left
+	retainBehind                       // stopped at its budget with rows left
+	retainSkipped                      // another replica was running a pass
+)
+
 // retain deletes telemetry and finished work past their retention, in small
 // batches, and drops the attempts' day partitions past it (creating the
 // coming days' as it goes). Dead letters are kept: they are the debugging
 // dataset. It reports whether it stopped at its budget with rows past
-// their retention left to delete.
-func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
+// their retention left to delete. The pass runs on one connection that
+// holds the retention lock throughout; when another replica holds it, the
+// pass is skipped, or waits for it when wait is set.
+func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err error) {
 	w.retainMu.Lock()
 	defer w.retainMu.Unlock()
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return retainCaughtUp, fmt.Errorf("retention: %w", err)
+	}
+	defer conn.Release()
+	q := db.New(conn)
+	locked := true
+	if wait {
+		err = q.RetentionLock(ctx)
+	} else {
+		locked, err = q.RetentionLockTry(ctx)
+	}
+	if err != nil {
+		return retainCaughtUp, fmt.Errorf("retention lock: %w", err)
+	}
+	if !locked {
+		return retainSkipped, nil
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if ok, err := q.RetentionUnlock(uctx); err != nil || !ok {
+			// Ending the session releases its lock; the pool drops the
+			// closed connection.
+			conn.Conn().Close(uctx)
+		}
+	}()
+	behind, err := w.retainSteps(ctx, q)
+	if behind {
+		return retainBehind, err
+	}
+	return retainCaughtUp, err
+}
+
+// retainSteps is one retention pass's work, on q (the connection that holds
+// the retention lock).
+func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, err error) {
 	now := w.now()
 	r := w.cfg.Retention
 	if err := w.keepAttemptPartitions(ctx, now); err != nil {
@@ -73,30 +119,30 @@ func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
 		run  func() (int64, error)
 	}{
 		{"attempts outside the day partitions", func() (int64, error) {
-			n, err := w.q.RetentionDeleteAttempts(ctx, db.RetentionDeleteAttemptsParams{Before: now.Add(-r.Attempts), BatchSize: retentionBatch})
+			n, err := q.RetentionDeleteAttempts(ctx, db.RetentionDeleteAttemptsParams{Before: now.Add(-r.Attempts), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("delivery_attempts", n)
 			return n, err
 		}},
 		{"minute histograms", func() (int64, error) {
-			n, err := w.q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resMinute, resSlot}, Before: now.Add(-r.MinuteHistograms), BatchSize: retentionBatch})
+			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resMinute, resSlot}, Before: now.Add(-r.MinuteHistograms), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
 		{"hourly histograms", func() (int64, error) {
-			n, err := w.q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resHour}, Before: now.Add(-r.HourlyHistograms), BatchSize: retentionBatch})
+			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resHour}, Before: now.Add(-r.HourlyHistograms), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
 		{"delivered deliveries", func() (int64, error) {
 			// An event goes with its last delivery: looked up by id, so
 			// no scan passes over the events kept for dead letters.
-			events, err := w.q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: retentionBatch})
+			events, err := q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: int32(r.Batch)})
 			if err != nil || len(events) == 0 {
 				return 0, err
 			}
 			w.metrics.observeRetained("deliveries", int64(len(events)))
 			slices.SortFunc(events, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
-			n, err := w.q.RetentionDeleteEventsOf(ctx, db.RetentionDeleteEventsOfParams{Ids: slices.Compact(events), Before: now.Add(-r.Delivered)})
+			n, err := q.RetentionDeleteEventsOf(ctx, db.RetentionDeleteEventsOfParams{Ids: slices.Compact(events), Before: now.Add(-r.Delivered)})
 			if err == nil && n > 0 {
 				w.metrics.observeRetained("events", n)
 				w.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", n)
@@ -104,12 +150,12 @@ func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
 			return int64(len(events)), err
 		}},
 		{"events without deliveries", func() (int64, error) {
-			return w.sweepEvents(ctx, now.Add(-r.Delivered))
+			return w.sweepEvents(ctx, q, now.Add(-r.Delivered))
 		}},
 	}
 	// Dashboard sessions expire after 8 h idle or 7 days (web); rows past
 	// that are dead weight. Swept here, the one housekeeping loop.
-	if n, err := w.q.UserSessionDeleteExpired(ctx, db.UserSessionDeleteExpiredParams{
+	if n, err := q.UserSessionDeleteExpired(ctx, db.UserSessionDeleteExpiredParams{
 		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
 		return false, fmt.Errorf("retention of sessions: %w", err)
 	} else if n > 0 {
@@ -117,14 +163,14 @@ func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
 		w.log.Info("retention deleted rows", "what", "expired sessions", "rows", n)
 	}
 	// Portal sessions and sign-in links likewise (web/portal_access.go).
-	if n, err := w.q.RetentionDeletePortalSessions(ctx, db.RetentionDeletePortalSessionsParams{
+	if n, err := q.RetentionDeletePortalSessions(ctx, db.RetentionDeletePortalSessionsParams{
 		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
 		return false, fmt.Errorf("retention of portal sessions: %w", err)
 	} else if n > 0 {
 		w.metrics.observeRetained("portal_sessions", n)
 		w.log.Info("retention deleted rows", "what", "expired portal sessions", "rows", n)
 	}
-	if n, err := w.q.RetentionDeletePortalLinks(ctx, now.Add(-24*time.Hour)); err != nil {
+	if n, err := q.RetentionDeletePortalLinks(ctx, now.Add(-24*time.Hour)); err != nil {
 		return false, fmt.Errorf("retention of portal links: %w", err)
 	} else if n > 0 {
 		w.metrics.observeRetained("portal_links", n)
@@ -141,7 +187,7 @@ func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
 				return false, fmt.Errorf("retention of %s: %w", s.name, err)
 			}
 			total += n
-			done = n < retentionBatch
+			done = n < int64(r.Batch)
 		}
 		behind = behind || !done
 		if total > 0 {
@@ -152,8 +198,9 @@ func (w *Worker) retain(ctx context.Context) (behind bool, err error) {
 }
 
 // RetainNow runs one retention pass (tests and the event log bench).
+// It waits for another replica's pass to end rather than skip.
 func (w *Worker) RetainNow(ctx context.Context) error {
-	_, err := w.retain(ctx)
+	_, err := w.retain(ctx, true)
 	return err
 }
 
@@ -166,12 +213,12 @@ const sweepResetEvery = 24 * time.Hour
 // delivery (none was made, or a filter took none), moving the sweep's
 // cursor past everything it scanned. It reports how many it scanned, so a
 // pass goes on while there is more to scan.
-func (w *Worker) sweepEvents(ctx context.Context, before time.Time) (int64, error) {
+func (w *Worker) sweepEvents(ctx context.Context, q *db.Queries, before time.Time) (int64, error) {
 	if time.Since(w.sweep.startedAt) > sweepResetEvery {
 		w.sweep = eventSweep{startedAt: time.Now()}
 	}
-	r, err := w.q.RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{
-		Before: before, AfterCreatedAt: w.sweep.createdAt, AfterID: w.sweep.id, BatchSize: retentionBatch})
+	r, err := q.RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{
+		Before: before, AfterCreatedAt: w.sweep.createdAt, AfterID: w.sweep.id, BatchSize: int32(w.cfg.Retention.Batch)})
 	if err != nil {
 		return 0, err
 	}

@@ -65,7 +65,7 @@ func TestRetentionCatchesUp(t *testing.T) {
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
 	old := time.Now().Add(-8 * 24 * time.Hour)
-	const n = 40000 // eight batches; a 30-ms pass deletes one or two
+	const n = 4000 // eight batches of 500; a pass of a few ms deletes one or two
 	if _, err := e.pool.Exec(ctx, `
 		WITH ev AS (
 			INSERT INTO events (id, type, payload, created_at)
@@ -78,7 +78,8 @@ func TestRetentionCatchesUp(t *testing.T) {
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := e.worker(func(c *Config) {
 		c.Retention.Every = time.Hour // without catching up, one pass in the whole test
-		c.Retention.Budget = 30 * time.Millisecond
+		c.Retention.Budget = 3 * time.Millisecond
+		c.Retention.Batch = 500
 		c.Metrics = metrics
 	})
 	e.run(w)
@@ -90,7 +91,7 @@ func TestRetentionCatchesUp(t *testing.T) {
 		return counterValue(t, metrics.retainPasses.WithLabelValues("caught_up")) >= 1
 	})
 	if behind := counterValue(t, metrics.retainPasses.WithLabelValues("behind")); behind < 2 {
-		t.Fatalf("%v passes behind, want at least 2 for %d rows in 5,000-row batches and a 30-ms budget", behind, n)
+		t.Fatalf("%v passes behind, want at least 2 for %d rows in 500-row batches and a 3-ms budget", behind, n)
 	}
 	for _, table := range []string{"deliveries", "events"} {
 		if got := counterValue(t, metrics.retainDeleted.WithLabelValues(table)); got != n {
@@ -110,7 +111,7 @@ func TestRetentionStepsAllMove(t *testing.T) {
 	if _, err := e.pool.Exec(ctx, `
 		WITH ev AS (
 			INSERT INTO events (id, type, payload, created_at)
-			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 12000)
+			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 1200)
 			RETURNING id)
 		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
 		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old); err != nil {
@@ -121,11 +122,11 @@ func TestRetentionStepsAllMove(t *testing.T) {
 		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 10)`, old.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	w := e.worker(func(c *Config) { c.Retention.Budget = time.Nanosecond })
+	w := e.worker(func(c *Config) { c.Retention.Budget = time.Nanosecond; c.Retention.Batch = 500 })
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.count("SELECT count(*) FROM deliveries"); n != 12000-retentionBatch {
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 1200-500 {
 		t.Fatalf("%d deliveries left after one pass, want one batch gone", n)
 	}
 	if n := e.count("SELECT count(*) FROM events WHERE type = 'unsubscribed'"); n != 0 {
@@ -238,4 +239,71 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestRetentionOneReplicaAtATime: a pass runs only while it holds the
+// retention lock. While another session (another replica's pass) holds it,
+// a replica's turn is skipped and deletes nothing, and RetainNow waits for
+// it; a pass that ends releases it.
+func TestRetentionOneReplicaAtATime(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	ctx := context.Background()
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	if _, err := e.pool.Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, type, payload, created_at)
+			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 100)
+			RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
+		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(nil)
+	other, err := e.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock(7270736904)"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.retain(ctx, false); err != nil || res != retainSkipped {
+		t.Fatalf("pass while another holds the lock: %v, %v; want skipped", res, err)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 100 {
+		t.Fatalf("a skipped pass deleted %d deliveries", 100-n)
+	}
+
+	// RetainNow waits for the lock rather than skip.
+	done := make(chan error, 1)
+	go func() { done <- w.RetainNow(ctx) }()
+	e.waitFor("RetainNow waiting for the lock", func() bool {
+		return e.count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+	})
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 100 {
+		t.Fatalf("a pass that waits for the lock deleted %d deliveries before it had it", 100-n)
+	}
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock(7270736904)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 0 {
+		t.Fatalf("%d deliveries left after the pass", n)
+	}
+
+	// The pass let go of the lock: the next takes it, and so could another
+	// session.
+	if res, err := w.retain(ctx, false); err != nil || res != retainCaughtUp {
+		t.Fatalf("pass after a pass: %v, %v; want caught up", res, err)
+	}
+	var ok bool
+	if err := other.QueryRow(ctx, "SELECT pg_try_advisory_lock(7270736904)").Scan(&ok); err != nil || !ok {
+		t.Fatalf("lock after the passes: %v, %v; want free", ok, err)
+	}
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock(7270736904)"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -93,6 +93,10 @@ type Retention struct {
 	// Worker.retainLoop).
 	Every  time.Duration
 	Budget time.Duration
+	// Batch bounds one DELETE (default 5,000 rows): a short transaction
+	// that never holds many row locks, so delivery is not blocked behind
+	// retention.
+	Batch int
 }
 
 // DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
@@ -105,6 +109,7 @@ func DefaultRetention() Retention {
 		Delivered:        7 * 24 * time.Hour,
 		Every:            time.Minute,
 		Budget:           5 * time.Second,
+		Batch:            5000,
 	}
 }
 
@@ -203,6 +208,7 @@ func New(cfg Config) (*Worker, error) {
 	setDefault(&cfg.Retention.Delivered, keep.Delivered)
 	setDefault(&cfg.Retention.Every, keep.Every)
 	setDefault(&cfg.Retention.Budget, keep.Budget)
+	setDefault(&cfg.Retention.Batch, keep.Batch)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
