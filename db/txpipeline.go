@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,9 +13,11 @@ import (
 // TxPipeline is a DBTX for one transaction that saves round trips on the
 // ingest path: BEGIN travels with the first statement or batch sent
 // through it, and NotifyAndCommitWithNextBatch makes the wake-up NOTIFY
-// (EventNotifyEndpoints) and the COMMIT travel with the next batch. So an ingest (insert the
-// events, fan them out) costs two round trips where BEGIN, the inserts,
-// the fan-out, NOTIFY and COMMIT cost five: each is a wake-up of another
+// (EventNotifyEndpoints) and the COMMIT travel with the next batch, and
+// EndpointFiltersWithNextBatch makes the filters' read travel with the
+// first. So an ingest (read the filters, insert the events, fan them out)
+// costs two round trips where the filters, BEGIN, the inserts, the
+// fan-out, NOTIFY and COMMIT cost six: each is a wake-up of another
 // process, which on a busy machine is most of an event's wait.
 //
 // A batch's statements run in order until one fails; PostgreSQL then skips
@@ -27,8 +30,18 @@ type TxPipeline struct {
 	begun     bool
 	commitNow bool        // NOTIFY and COMMIT go with the next batch
 	notify    []uuid.UUID // the events whose endpoints the NOTIFY names
+	filters   *[]EndpointFiltersRow
 	committed bool
 	err       error
+}
+
+// EndpointFiltersWithNextBatch makes the next batch sent through t read
+// EndpointFilters into *out first (after BEGIN, before its own
+// statements): ingest reads the filters in its transaction without a round
+// trip of their own. *out is filled before that batch's results are handed
+// back; should the read fail, so does the batch.
+func (t *TxPipeline) EndpointFiltersWithNextBatch(out *[]EndpointFiltersRow) {
+	t.filters = out
 }
 
 // NewTxPipeline starts (lazily) a transaction on conn, which must be a
@@ -124,6 +137,11 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 		out.Queue("BEGIN")
 		t.begun = true
 	}
+	filters := t.filters
+	if filters != nil {
+		out.Queue(endpointFilters)
+		t.filters = nil
+	}
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
 	if commit {
@@ -132,10 +150,22 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 		t.commitNow, t.notify = false, nil
 	}
 	br := t.conn.SendBatch(ctx, out)
+	fail := func(err error) pgx.BatchResults {
+		t.err = errors.Join(err, br.Close())
+		return failedBatch{t.err}
+	}
 	if begin {
 		if _, err := br.Exec(); err != nil {
-			t.err = errors.Join(err, br.Close())
-			return failedBatch{t.err}
+			return fail(err)
+		}
+	}
+	if filters != nil {
+		rows, err := br.Query()
+		if err == nil {
+			*filters, err = pgx.CollectRows(rows, pgx.RowToStructByPos[EndpointFiltersRow])
+		}
+		if err != nil {
+			return fail(fmt.Errorf("read endpoint filters: %w", err))
 		}
 	}
 	return &pipelinedResults{BatchResults: br, tx: t, commit: commit}

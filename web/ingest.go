@@ -183,9 +183,9 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 
 // storeEvents inserts validated events and their fan-out in one
 // transaction, filling in their results. The transaction is pipelined
-// (db.TxPipeline): the endpoints' filters are read first, then BEGIN and the
-// inserts go in one round trip, the fan-out, NOTIFY and COMMIT in another.
-// An event is accepted only once that COMMIT has succeeded.
+// (db.TxPipeline): BEGIN, the endpoints' filters and the inserts go in one
+// round trip, the fan-out, NOTIFY and COMMIT in another. An event is
+// accepted only once that COMMIT has succeeded.
 //
 // The events are inserted by one statement. Should PostgreSQL refuse one
 // of them as data, that statement cannot say which: the transaction is
@@ -196,15 +196,9 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 		return err
 	}
 	defer conn.Release()
-	// Read before the transaction: a filter saved meanwhile applies from the
-	// next request, as it would had it been saved a moment later.
-	filters, err := s.endpointFilters(ctx, db.New(conn))
-	if err != nil {
-		return err
-	}
 	for _, oneByOne := range []bool{false, true} {
 		tx := db.NewTxPipeline(conn)
-		err = s.storeEventsIn(ctx, tx, filters, ok, results, oneByOne)
+		err = s.storeEventsIn(ctx, tx, ok, results, oneByOne)
 		if err == nil {
 			return nil
 		}
@@ -219,8 +213,12 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 // errRefusedInSet: PostgreSQL refused one of a set of events as data.
 var errRefusedInSet = errors.New("an event of the set was refused")
 
-func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters []filter.Endpoint, ok []validated, results []ingestResult, oneByOne bool) error {
+func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []validated, results []ingestResult, oneByOne bool) error {
 	q := db.New(tx)
+	// The filters as of the transaction's first statement: one saved
+	// before it applies to these events.
+	var filterRows []db.EndpointFiltersRow
+	tx.EndpointFiltersWithNextBatch(&filterRows)
 	keys := newSearchKeySet(s.cfg.SearchKeys)
 	events := make([]db.NewEvent, len(ok))
 	for i, v := range ok {
@@ -254,6 +252,7 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, filters [
 	if err := tx.Err(); err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
+	filters := s.compileFilters(filterRows)
 
 	var fan []db.FanOutEvent
 	var fanIdx []int
@@ -338,16 +337,12 @@ func insertOneByOne(ctx context.Context, q *db.Queries, events []db.NewEvent, in
 	return nil
 }
 
-// endpointFilters reads the payload filters of the endpoints that can
-// receive deliveries, in the ingest transaction, compiled through the
-// server's cache (keyed by the filter's text, so an edited filter is simply
+// compileFilters compiles the payload filters of the endpoints that can
+// receive deliveries, as the ingest transaction read them
+// (db.TxPipeline.EndpointFiltersWithNextBatch), through the server's cache (keyed by the filter's text, so an edited filter is simply
 // a new entry). A stored filter that no longer compiles filters nothing:
 // delivering an event too many is better than losing one.
-func (s *Server) endpointFilters(ctx context.Context, q *db.Queries) ([]filter.Endpoint, error) {
-	rows, err := q.EndpointFilters(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read endpoint filters: %w", err)
-	}
+func (s *Server) compileFilters(rows []db.EndpointFiltersRow) []filter.Endpoint {
 	out := make([]filter.Endpoint, 0, len(rows))
 	for _, r := range rows {
 		f, err := s.filters.Compile(r.Filter)
@@ -357,7 +352,7 @@ func (s *Server) endpointFilters(ctx context.Context, q *db.Queries) ([]filter.E
 		}
 		out = append(out, filter.Endpoint{ID: r.ID, Filter: f})
 	}
-	return out, nil
+	return out
 }
 
 // resolveDuplicates answers events whose idempotency key was used before

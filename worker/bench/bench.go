@@ -429,26 +429,14 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 }
 
 // ingest stores n events and their fan-out on conn in one transaction the
-// way POST /api/v1/events/batch does (web's storeEvents): the endpoints'
-// filters read first, then BEGIN and the insert batch in one round trip,
-// the fan-out batch, NOTIFY and COMMIT in another (db.TxPipeline). It
-// returns the events' ids once committed.
+// way POST /api/v1/events/batch does (web's storeEvents): BEGIN, the
+// endpoints' filters and the insert batch in one round trip, the fan-out
+// batch, NOTIFY and COMMIT in another (db.TxPipeline). It returns the
+// events' ids once committed.
 //
 // typeOf names the i-th event's type; nil gives every event the one type
 // all endpoints of a fan-out bench take.
 func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string) ([]uuid.UUID, error) {
-	rows, err := db.New(conn).EndpointFilters(ctx)
-	if err != nil {
-		return nil, err
-	}
-	filters := make([]filter.Endpoint, len(rows))
-	for i, r := range rows {
-		f, err := cache.Compile(r.Filter)
-		if err != nil {
-			return nil, err
-		}
-		filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
-	}
 	ids := make([]uuid.UUID, n)
 	types := make([]string, n)
 	ev := make([]db.NewEvent, n)
@@ -462,11 +450,22 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 	}
 	tx := db.NewTxPipeline(conn)
 	qt := db.New(tx)
+	var rows []db.EndpointFiltersRow
+	tx.EndpointFiltersWithNextBatch(&rows)
 	var berr error
 	qt.EventInsertSet(ctx, db.EventSet(ev)).Query(func(_ int, _ []uuid.UUID, err error) { berr = errors.Join(berr, err) })
 	if berr = errors.Join(berr, tx.Err()); berr != nil {
 		tx.Rollback(ctx)
 		return nil, berr
+	}
+	filters := make([]filter.Endpoint, len(rows))
+	for i, r := range rows {
+		f, err := cache.Compile(r.Filter)
+		if err != nil {
+			tx.Rollback(ctx)
+			return nil, err
+		}
+		filters[i] = filter.Endpoint{ID: r.ID, Filter: f}
 	}
 	fan := make([]db.FanOutEvent, n)
 	for i := range n {
