@@ -12,7 +12,6 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
-
 // retainLoop runs retention passes until ctx ends: one every
 // Retention.Every while passes finish within their budget. A pass that
 // ends at its budget (Retention.Budget) with rows still past their
