@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -264,7 +265,10 @@ func dropIndexes(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 			return nil, err
 		}
 		drop = append(drop, "DROP INDEX "+name)
-		restore = append(restore, def)
+		// A partitioned table's index reads "ON ONLY": built that way it
+		// would cover no partition and stay invalid. Built without ONLY it
+		// is built on every partition too.
+		restore = append(restore, strings.Replace(def, " ON ONLY ", " ON ", 1))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
