@@ -63,18 +63,9 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 func TestRetentionCatchesUp(t *testing.T) {
 	e := newEnv(t)
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
-	ctx := context.Background()
 	old := time.Now().Add(-8 * 24 * time.Hour)
 	const n = 4000 // eight batches of 500; a pass of a few ms deletes one or two
-	if _, err := e.pool.Exec(ctx, `
-		WITH ev AS (
-			INSERT INTO events (id, type, payload, created_at)
-			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, $3)
-			RETURNING id)
-		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
-		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old, n); err != nil {
-		t.Fatal(err)
-	}
+	e.oldDelivered(epID, n, old)
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := e.worker(func(c *Config) {
 		c.Retention.Every = time.Hour // without catching up, one pass in the whole test
@@ -108,15 +99,7 @@ func TestRetentionStepsAllMove(t *testing.T) {
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
 	old := time.Now().Add(-8 * 24 * time.Hour)
-	if _, err := e.pool.Exec(ctx, `
-		WITH ev AS (
-			INSERT INTO events (id, type, payload, created_at)
-			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 1200)
-			RETURNING id)
-		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
-		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old); err != nil {
-		t.Fatal(err)
-	}
+	e.oldDelivered(epID, 1200, old)
 	// Older than the rest, so the sweep's first batch reaches them.
 	if _, err := e.pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
 		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 10)`, old.Add(-time.Hour)); err != nil {
@@ -250,15 +233,7 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
 	old := time.Now().Add(-8 * 24 * time.Hour)
-	if _, err := e.pool.Exec(ctx, `
-		WITH ev AS (
-			INSERT INTO events (id, type, payload, created_at)
-			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, 100)
-			RETURNING id)
-		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
-		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, old); err != nil {
-		t.Fatal(err)
-	}
+	e.oldDelivered(epID, 100, old)
 	w := e.worker(nil)
 	other, err := e.pool.Acquire(ctx)
 	if err != nil {
@@ -305,5 +280,20 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	}
 	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock(7270736904)"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// oldDelivered adds n delivered deliveries to endpoint epID, each with its
+// own event, all created and delivered at.
+func (e *env) oldDelivered(epID int64, n int, at time.Time) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), `
+		WITH ev AS (
+			INSERT INTO events (id, type, payload, created_at)
+			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, $3)
+			RETURNING id)
+		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
+		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, at, n); err != nil {
+		e.t.Fatal(err)
 	}
 }

@@ -63,20 +63,8 @@ func TestProcTimes(t *testing.T) {
 // fail (fan-out evaluates it).
 func TestQueueFilter(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	box, _ := secretbox.New(make([]byte, 32), nil)
 	o := Options{Deliveries: 40, Endpoints: 4, Filter: true}
-	o.defaults()
-	if err := seed(ctx, pool, box, &receiver{url: "http://127.0.0.1:9"}, o); err != nil {
-		t.Fatal(err)
-	}
+	pool := seededPool(t, &o)
 	var filtered int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM endpoints WHERE filter IS NOT NULL").Scan(&filtered); err != nil || filtered != 4 {
 		t.Fatalf("%d endpoints with a filter (%v), want 4", filtered, err)
@@ -101,20 +89,8 @@ func TestQueueFilter(t *testing.T) {
 //	go test -run '^$' -bench Ingest -benchtime 10x ./worker/bench
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.URL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Up(ctx, pool); err != nil {
-		b.Fatal(err)
-	}
-	box, _ := secretbox.New(make([]byte, 32), nil)
 	o := Options{Deliveries: 20000, Endpoints: 100}
-	o.defaults()
-	if err := seed(ctx, pool, box, &receiver{url: "http://127.0.0.1:9"}, o); err != nil {
-		b.Fatal(err)
-	}
+	pool := seededPool(b, &o)
 	payload := makePayload(o.PayloadBytes)
 	run := func(filtered bool) time.Duration {
 		for i := range o.Endpoints {
@@ -151,4 +127,26 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(n/plain.Seconds(), "plain-deliveries/s")
 	b.ReportMetric(n/filtered.Seconds(), "filtered-deliveries/s")
 	b.ReportMetric(plain.Seconds()/filtered.Seconds(), "filtered/plain")
+}
+
+// seededPool is a pool on a fresh migrated database seeded for o (its
+// defaults filled in), with endpoints that point nowhere: for benches and
+// tests of the queueing side only. The pool closes at the end of tb.
+func seededPool(tb testing.TB, o *Options) *pgxpool.Pool {
+	tb.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbtest.URL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool); err != nil {
+		tb.Fatal(err)
+	}
+	box, _ := secretbox.New(make([]byte, 32), nil)
+	o.defaults()
+	if err := seed(ctx, pool, box, &receiver{url: "http://127.0.0.1:9"}, *o); err != nil {
+		tb.Fatal(err)
+	}
+	return pool
 }
