@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Pipeline is a DBTX that saves round trips on the hot path. Exec only
@@ -17,23 +16,29 @@ import (
 // the Sync. So
 //
 //	q := db.New(db.NewPipeline(c))
-//	q.ClaimLock(ctx)          // queued
-//	rows, err := q.DeliveryClaim(ctx, arg) // lock + claim + commit: one round trip
+//	q.ClaimSettings(ctx)                   // queued
+//	rows, err := q.DeliveryClaim(ctx, arg) // settings + claim + commit: one round trip
 //
-// costs one round trip where BEGIN, lock, claim, COMMIT cost four. Under
+// costs one round trip where BEGIN, settings, claim, COMMIT cost four. Under
 // full load each round trip waits for a busy CPU on both sides, so this is
 // worth more than it looks on an idle machine.
 //
 // An error in any statement rolls the whole pipeline back and is returned
 // by Query (or by the rows' Err). Exec's own result is always empty.
 type Pipeline struct {
-	conn  *pgxpool.Conn
+	conn  BatchSender
 	batch *pgx.Batch
+}
+
+// BatchSender is a connection a Pipeline runs on: a *pgxpool.Conn, or a
+// *pgx.Conn held apart from the pool (the worker's liveness session).
+type BatchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // NewPipeline runs statements on conn as described above. TxPipeline is its
 // counterpart for a transaction that needs more than one round trip.
-func NewPipeline(conn *pgxpool.Conn) *Pipeline { return &Pipeline{conn: conn} }
+func NewPipeline(conn BatchSender) *Pipeline { return &Pipeline{conn: conn} }
 
 var errPipelineUnsupported = errors.New("db: Pipeline supports only queued Exec followed by Query")
 

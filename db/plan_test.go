@@ -158,19 +158,29 @@ func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, sta
 
 // TestCompletionPlan: a completion batch reaches its deliveries by one
 // primary-key lookup each, under custom and generic plans alike, on a
-// table where the worker's in-flight rows look rare to the planner. The
+// table where the rows a worker holds look rare to the planner: deliveries
+// claimed by reading (still pending) and breaker probes leased to it. The
 // plan it replaced scanned every in-flight row (or the whole table) and
 // unnested the batch again for each, 43 ms for 127 results where the
-// lookups take 4 ms.
+// lookups take 4 ms. The table holds 100,000 rows: on one of a few
+// thousand, hashing the batch against a scan of the whole table is the
+// cheaper plan, and the planner rightly takes it.
 func TestCompletionPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	seedDeliveries(t, pool, 20, 1000, "delivered", 30)
+	seedDeliveries(t, pool, 50, 2000, "delivered", 300)
+	if _, err := pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', delivered_at = NULL WHERE id % 30 = 1; ANALYZE deliveries`); err != nil {
+		t.Fatal(err)
+	}
 	var ids []int64
 	var counts []int32
-	if err := pool.QueryRow(ctx, `SELECT array_agg(id), array_agg(attempt_count)
-		FROM (SELECT id, attempt_count FROM deliveries WHERE lease_owner = 'w1' ORDER BY id LIMIT 127) s`).Scan(&ids, &counts); err != nil {
+	var owners []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(id), array_agg(attempt_count), array_agg(coalesce(lease_owner, ''))
+		FROM (SELECT id, attempt_count, lease_owner FROM deliveries WHERE status <> 'delivered' ORDER BY id LIMIT 127) s`).Scan(&ids, &counts, &owners); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Contains(owners, "") || !slices.Contains(owners, "w1") {
+		t.Fatalf("the batch should mix claims by reading and leased probes: owners %v", owners)
 	}
 	n := len(ids)
 	fill := func(s string) []string {
@@ -194,9 +204,9 @@ func TestCompletionPlan(t *testing.T) {
 	}{
 		{"DeliveryComplete", func(q *db.Queries) error {
 			_, err := q.DeliveryComplete(ctx, db.DeliveryCompleteParams{
-				Ids: ids, AttemptCounts: counts, Statuses: fill("delivered"), NextAttemptAts: times,
+				Ids: ids, AttemptCounts: counts, Owners: owners, Statuses: fill("delivered"), NextAttemptAts: times,
 				FinishedAts: times, Errors: fill(""), ErrorClasses: fill(""), StatusCodes: codes,
-				DurationsMs: ms, WorkerID: "w1"})
+				DurationsMs: ms})
 			return err
 		}},
 		{"DeliveryRelease", func(q *db.Queries) error {
@@ -213,6 +223,53 @@ func TestCompletionPlan(t *testing.T) {
 			if len(scans) != 1 || scans[0] != "Index Scan on deliveries_pkey by (id = u.id)" {
 				t.Errorf("%s (%s): deliveries read by %s, want one Index Scan on deliveries_pkey by (id = u.id)",
 					c.name, mode, strings.Join(scans, ", "))
+			}
+		}
+	}
+}
+
+// TestClaimPlan: the claim reads each endpoint's due deliveries through
+// deliveries_due, oldest first, under the generic plan it is cached as,
+// on a table where nearly every row is delivered and the rows due are
+// spread over many endpoints: never a scan of the table, nor a bitmap scan
+// that would walk every dead entry of the index, and events by key.
+func TestClaimPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	seedDeliveries(t, pool, 200, 500, "delivered", 0)
+	if _, err := pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', delivered_at = NULL WHERE id % 50 = 0; ANALYZE deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	var heldEndpoints, heldIDs []int64
+	if err := pool.QueryRow(ctx, `SELECT array_agg(endpoint_id), array_agg(id)
+		FROM (SELECT endpoint_id, id FROM deliveries WHERE status = 'pending' ORDER BY id LIMIT 300) s`).Scan(&heldEndpoints, &heldIDs); err != nil {
+		t.Fatal(err)
+	}
+	shards := make([]bool, 256)
+	for i := range shards {
+		shards[i] = i%2 == 0
+	}
+	for _, c := range []struct {
+		name string
+		arg  db.DeliveryClaimParams
+	}{
+		{"everywhere, some shards", db.DeliveryClaimParams{Shards: shards, HeldEndpointIds: heldEndpoints, HeldIds: heldIDs, MaxRows: 256}},
+		{"everywhere, every shard", db.DeliveryClaimParams{HeldEndpointIds: heldEndpoints, HeldIds: heldIDs, MaxRows: 256}},
+		{"named endpoints", db.DeliveryClaimParams{EndpointIds: []int64{2, 4, 6}, Shards: shards, HeldEndpointIds: heldEndpoints, HeldIds: heldIDs, MaxRows: 256}},
+	} {
+		var stmt captured
+		if _, err := db.New(&stmt).DeliveryClaim(ctx, c.arg); !errors.Is(err, errCaptured) {
+			t.Fatalf("%s: want the statement captured, got %v", c.name, err)
+		}
+		plan := explain(t, pool, stmt, "force_generic_plan")
+		for _, s := range plan.scansOf("deliveries") {
+			if !strings.HasPrefix(s, "Index Scan on deliveries_due by ((endpoint_id = ") {
+				t.Errorf("%s: deliveries read by %s, want index scans of deliveries_due by endpoint", c.name, s)
+			}
+		}
+		for _, s := range plan.scansOf("events") {
+			if !strings.HasPrefix(s, "Index Scan on events_pkey") {
+				t.Errorf("%s: events read by %s, want events_pkey lookups", c.name, s)
 			}
 		}
 	}

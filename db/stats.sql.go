@@ -15,7 +15,15 @@ const pipelineStats = `-- name: PipelineStats :one
 SELECT
     (SELECT count(*) FROM deliveries WHERE status = 'pending')::bigint AS pending,
     (SELECT count(*) FROM deliveries WHERE status = 'failed')::bigint AS awaiting_retry,
-    (SELECT count(*) FROM deliveries WHERE status = 'in_flight')::bigint AS in_flight,
+    -- In flight: probes leased in deliveries, and what the live workers
+    -- hold in memory (claims write nothing; each worker's heartbeat says how
+    -- many it holds, a few seconds stale). Those rows are still pending or
+    -- awaiting retry in deliveries; the report takes them out of those.
+    (SELECT count(*) FROM deliveries WHERE status = 'in_flight')::bigint AS leased,
+    (SELECT coalesce(sum(in_flight), 0) FROM worker_heartbeats
+      WHERE last_seen_at > coalesce($1::timestamptz, now()) - interval '20 seconds')::bigint AS held,
+    (SELECT coalesce(sum(in_flight_retries), 0) FROM worker_heartbeats
+      WHERE last_seen_at > coalesce($1::timestamptz, now()) - interval '20 seconds')::bigint AS held_retries,
     (SELECT count(*) FROM deliveries WHERE status = 'dead')::bigint AS dead,
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce($1::timestamptz, now()) - interval '1 hour')::bigint AS dead_last_hour,
     (SELECT count(*) FROM deliveries WHERE status = 'dead' AND dead_at >= coalesce($1::timestamptz, now()) - interval '2 hours'
@@ -37,7 +45,9 @@ SELECT
 type PipelineStatsRow struct {
 	Pending              int64
 	AwaitingRetry        int64
-	InFlight             int64
+	Leased               int64
+	Held                 int64
+	HeldRetries          int64
 	Dead                 int64
 	DeadLastHour         int64
 	DeadPreviousHour     int64
@@ -58,7 +68,9 @@ func (q *Queries) PipelineStats(ctx context.Context, now *time.Time) (PipelineSt
 	err := row.Scan(
 		&i.Pending,
 		&i.AwaitingRetry,
-		&i.InFlight,
+		&i.Leased,
+		&i.Held,
+		&i.HeldRetries,
 		&i.Dead,
 		&i.DeadLastHour,
 		&i.DeadPreviousHour,

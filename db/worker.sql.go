@@ -31,36 +31,18 @@ func (q *Queries) AnalyzeEvents(ctx context.Context) error {
 	return err
 }
 
-const claimLock = `-- name: ClaimLock :exec
-
-SELECT pg_advisory_xact_lock(7270736901)
-`
-
-// The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
-// Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
-// Serialises claims across replicas for the rest of the transaction. The
-// claim reads how many deliveries each endpoint has in flight; taken after
-// this lock, in a new statement, that count includes every claim other
-// replicas committed, so max_in_flight holds across replicas. A claim takes
-// about a millisecond, so replicas barely wait.
-func (q *Queries) ClaimLock(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, claimLock)
-	return err
-}
-
 const claimSettings = `-- name: ClaimSettings :exec
-SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true)
+
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
-// Settings for the claim's transaction only. synchronous_commit off saves a
-// disk flush per claim and loses nothing: a claim lost in a crash is only
-// pending again (sent twice at worst, as at-least-once allows), and the
-// completion's synchronous commit flushes the claim's WAL before any result
-// is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
-// afresh on every call, which costs as much as claiming dozens of rows; see
-// worker/architecture.md (and Worker.analyzeYoung, which keeps that one
-// plan from being one made for a near-empty table).
+// The claim cycle on deliveries, kept in one file: shard ownership, the claim, and every write after it, fenced by the attempt count it was claimed with.
+// Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
+// A setting for the claim's transaction only: force_generic_plan stops
+// PostgreSQL planning DeliveryClaim afresh on every call, which costs as
+// much as claiming dozens of rows; see worker/architecture.md (and
+// Worker.analyzeYoung, which keeps that one plan from being one made for a
+// near-empty table). The claim writes nothing, so it has nothing to commit.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err
@@ -72,15 +54,15 @@ WITH live AS (
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
-      AND ($4::bigint[] IS NULL OR e.id = ANY ($4::bigint[]))
+      AND ($1::bigint[] IS NULL OR e.id = ANY ($1::bigint[]))
+      AND ($2::bool[] IS NULL
+           OR ($2::bool[])[e.id % cardinality($2::bool[]) + 1])
       AND h.state = 'closed'
-      AND (h.paused_until IS NULL OR h.paused_until <= coalesce($1::timestamptz, now()))
+      AND (h.paused_until IS NULL OR h.paused_until <= coalesce($3::timestamptz, now()))
 ),
-in_flight AS (
-    SELECT endpoint_id, count(*)::int AS n
-    FROM deliveries
-    WHERE status = 'in_flight'
-      AND ($4::bigint[] IS NULL OR endpoint_id = ANY ($4::bigint[]))
+held AS (
+    SELECT endpoint_id, count(*)::int AS n, array_agg(id) AS ids
+    FROM (SELECT unnest($4::bigint[]) AS endpoint_id, unnest($5::bigint[]) AS id) x
     GROUP BY endpoint_id
 ),
 room AS (
@@ -88,46 +70,45 @@ room AS (
            LEAST(l.max_in_flight - coalesce(f.n, 0),
                  CASE WHEN c.cap IS NOT NULL THEN c.cap
                       WHEN l.limited THEN 0
-                      ELSE l.max_in_flight END) AS n
+                      ELSE l.max_in_flight END) AS n,
+           coalesce(f.ids, '{}'::bigint[]) AS held
     FROM live l
-    LEFT JOIN in_flight f ON f.endpoint_id = l.id
-    LEFT JOIN (SELECT unnest($5::bigint[]) AS id, unnest($6::int[]) AS cap) c ON c.id = l.id
+    LEFT JOIN held f ON f.endpoint_id = l.id
+    LEFT JOIN (SELECT unnest($6::bigint[]) AS id, unnest($7::int[]) AS cap) c ON c.id = l.id
 ),
 picked AS (
-    SELECT d.id
-    FROM (SELECT id, n FROM room WHERE n > 0 ORDER BY random()) r
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts
+    FROM (SELECT id, n, held FROM room WHERE n > 0 ORDER BY random()) r
     CROSS JOIN LATERAL (
-        SELECT d.id
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts
         FROM deliveries d
         WHERE d.endpoint_id = r.id
           AND d.status IN ('pending', 'failed')
-          AND d.next_attempt_at <= coalesce($1::timestamptz, now())
+          AND d.next_attempt_at <= coalesce($3::timestamptz, now())
+          AND d.id <> ALL (r.held)
         ORDER BY d.next_attempt_at
         LIMIT r.n
-        FOR UPDATE SKIP LOCKED
     ) d
-    LIMIT $7::int
+    LIMIT $8::int
 )
-UPDATE deliveries d
-SET status = 'in_flight',
-    lease_expires_at = coalesce($1::timestamptz, now()) + (e.timeout_ms + $2::int) * interval '1 millisecond',
-    lease_owner = $3::text
-FROM events ev, endpoints e
-WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
-RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
-          ev.type AS event_type, ev.payload,
-          e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param
+SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
+       ev.type AS event_type, ev.payload,
+       e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
+       e.secret_version, e.macro_style, e.signature_param
+FROM picked p
+JOIN events ev ON ev.id = p.event_id
+JOIN endpoints e ON e.id = p.endpoint_id
 `
 
 type DeliveryClaimParams struct {
-	Now           *time.Time
-	LeaseMarginMs int32
-	WorkerID      string
-	EndpointIds   []int64
-	CappedIds     []int64
-	Caps          []int32
-	MaxRows       int32
+	EndpointIds     []int64
+	Shards          []bool
+	Now             *time.Time
+	HeldEndpointIds []int64
+	HeldIds         []int64
+	CappedIds       []int64
+	Caps            []int32
+	MaxRows         int32
 }
 
 type DeliveryClaimRow struct {
@@ -136,6 +117,7 @@ type DeliveryClaimRow struct {
 	EndpointID          int64
 	AttemptCount        int32
 	MaxAttempts         int32
+	Retry               bool
 	EventType           string
 	Payload             []byte
 	Kind                string
@@ -149,23 +131,27 @@ type DeliveryClaimRow struct {
 	SignatureParam      string
 }
 
-// Claims due deliveries (status in_flight, leased to @worker_id) and commits
-// before any HTTP is sent: no transaction is held across a network call.
-// Enabled, closed, unpaused endpoints get at most their free in-flight slots
-// (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
-// random order so one backlog cannot starve the others; SKIP LOCKED keeps
-// replicas off each other's rows. The picked ids reach the UPDATE as an
-// array so the cached plan (ClaimSettings) stays a few key lookups however
-// many rows are picked; see worker/architecture.md. With @endpoint_ids
-// the claim looks at those endpoints only (the wake path: an ingest's
-// NOTIFY names the endpoints it queued for), so its cost follows the work
-// rather than the number of endpoints; NULL looks at every endpoint.
+// Reads due deliveries for this worker to send; it writes nothing. It runs
+// on the session that holds this worker's shard locks, so it reads only
+// while those locks are held: endpoints whose shard (id % the length of
+// @shards) is owned by this worker (@shards[shard + 1]; NULL = all) are the
+// only ones it looks at, and no other worker claims them meanwhile. The
+// worker keeps what it claimed in memory until the result is recorded:
+// @held_endpoint_ids/@held_ids are those deliveries, skipped here and
+// counted against each endpoint's max_in_flight. Enabled, closed, unpaused
+// endpoints get at most their free in-flight slots and this worker's rate
+// tokens (@capped_ids/@caps), in random order so one backlog cannot starve
+// the others. With @endpoint_ids the claim looks at those endpoints only
+// (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
+// its cost follows the work rather than the number of endpoints; NULL looks
+// at every endpoint. See worker/architecture.md, "The claim".
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
-		arg.Now,
-		arg.LeaseMarginMs,
-		arg.WorkerID,
 		arg.EndpointIds,
+		arg.Shards,
+		arg.Now,
+		arg.HeldEndpointIds,
+		arg.HeldIds,
 		arg.CappedIds,
 		arg.Caps,
 		arg.MaxRows,
@@ -183,6 +169,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.EndpointID,
 			&i.AttemptCount,
 			&i.MaxAttempts,
+			&i.Retry,
 			&i.EventType,
 			&i.Payload,
 			&i.Kind,
@@ -213,6 +200,8 @@ WITH ready AS (
     WHERE h.state = 'half_open'
       AND h.probe_delivery_id IS NULL
       AND e.enabled
+      AND ($4::bool[] IS NULL
+           OR ($4::bool[])[e.id % cardinality($4::bool[]) + 1])
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce($1::timestamptz, now()))
     FOR UPDATE OF h SKIP LOCKED
 ),
@@ -224,6 +213,7 @@ pick AS (
         WHERE d.endpoint_id = r.endpoint_id
           AND d.status IN ('pending', 'failed')
           AND d.next_attempt_at <= coalesce($1::timestamptz, now())
+          AND NOT (d.id = ANY (coalesce($5::bigint[], '{}')))
         ORDER BY d.next_attempt_at
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -241,7 +231,7 @@ SET status = 'in_flight',
     lease_owner = $3::text
 FROM pick p, events ev, endpoints e
 WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param
@@ -251,6 +241,8 @@ type DeliveryClaimProbesParams struct {
 	Now           *time.Time
 	LeaseMarginMs int32
 	WorkerID      string
+	Shards        []bool
+	HeldIds       []int64
 }
 
 type DeliveryClaimProbesRow struct {
@@ -259,6 +251,7 @@ type DeliveryClaimProbesRow struct {
 	EndpointID          int64
 	AttemptCount        int32
 	MaxAttempts         int32
+	Retry               bool
 	EventType           string
 	Payload             []byte
 	Kind                string
@@ -272,13 +265,22 @@ type DeliveryClaimProbesRow struct {
 	SignatureParam      string
 }
 
-// Claims exactly one probe delivery per half-open endpoint that has none
+// Claims exactly one probe delivery per half-open endpoint of this worker's
+// shards (@shards, as in DeliveryClaim) that has none
 // (EndpointHealthStartProbes opened them): the health row is locked (SKIP
-// LOCKED, so racing replicas skip it) and marked with the probe's id in the
-// same statement, so no second probe is ever claimed while the first is
-// unresolved.
+// LOCKED) and marked with the probe's id in the same statement, so no
+// second probe is ever claimed while the first is unresolved. A probe is
+// leased (in_flight, lease_owner = @worker_id), so if its worker dies,
+// rescue finds it and counts it as a failed probe. Deliveries this worker
+// still holds (@held_ids) are not picked.
 func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProbesParams) ([]DeliveryClaimProbesRow, error) {
-	rows, err := q.db.Query(ctx, deliveryClaimProbes, arg.Now, arg.LeaseMarginMs, arg.WorkerID)
+	rows, err := q.db.Query(ctx, deliveryClaimProbes,
+		arg.Now,
+		arg.LeaseMarginMs,
+		arg.WorkerID,
+		arg.Shards,
+		arg.HeldIds,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +294,7 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.EndpointID,
 			&i.AttemptCount,
 			&i.MaxAttempts,
+			&i.Retry,
 			&i.EventType,
 			&i.Payload,
 			&i.Kind,
@@ -329,23 +332,24 @@ SET status           = u.status,
     last_response_ms = u.duration_ms
 FROM (SELECT unnest($1::bigint[]) AS id,
              unnest($2::int[]) AS attempt_count,
-             unnest($3::text[]) AS status,
-             unnest($4::timestamptz[]) AS next_attempt_at,
-             unnest($5::timestamptz[]) AS finished_at,
-             unnest($6::text[]) AS error,
-             unnest($7::text[]) AS error_class,
-             unnest($8::int[]) AS status_code,
-             unnest($9::float8[]) AS duration_ms,
-             unnest(array_fill($10::text, ARRAY[cardinality($1::bigint[])])) AS owner) u
+             unnest($3::text[]) AS owner,
+             unnest($4::text[]) AS status,
+             unnest($5::timestamptz[]) AS next_attempt_at,
+             unnest($6::timestamptz[]) AS finished_at,
+             unnest($7::text[]) AS error,
+             unnest($8::text[]) AS error_class,
+             unnest($9::int[]) AS status_code,
+             unnest($10::float8[]) AS duration_ms) u
 WHERE d.id = u.id
-  AND d.lease_owner = u.owner
   AND d.attempt_count = u.attempt_count
+  AND CASE WHEN u.owner = '' THEN d.status IN ('pending', 'failed') ELSE d.lease_owner = u.owner END
 RETURNING d.id
 `
 
 type DeliveryCompleteParams struct {
 	Ids            []int64
 	AttemptCounts  []int32
+	Owners         []string
 	Statuses       []string
 	NextAttemptAts []time.Time
 	FinishedAts    []time.Time
@@ -353,30 +357,31 @@ type DeliveryCompleteParams struct {
 	ErrorClasses   []string
 	StatusCodes    []int32
 	DurationsMs    []float64
-	WorkerID       string
 }
 
-// Applies a batch of attempt outcomes. The lease owner and attempt count
-// fence the update: a result that arrives after its lease expired and the
-// delivery was rescued (and perhaps claimed again) changes nothing.
-// lease_owner is set only while a row is in flight, so it stands for the
-// status test too.
+// Applies a batch of attempt outcomes, fenced by the attempt count each
+// delivery was claimed with and by how it was claimed: a delivery claimed
+// by reading (its owner empty) must still be waiting (pending or failed),
+// one leased as a probe (its owner this worker's id) must still be leased
+// to this worker. A result that arrives after another worker took the
+// delivery over (this one lost its shard with its session, or its probe
+// lease was rescued) and recorded an attempt of its own changes nothing;
+// attempt_count only grows, so it cannot match again.
 //
 // The plan must be one primary-key lookup per result, driven by the
-// results. Any test on deliveries alone (status = 'in_flight', or
-// lease_owner = @worker_id) is estimated at about one row, since nearly
-// every row is neither, so the planner makes that scan the outer side of a
-// nested loop and unnests the whole batch again for each of the worker's
-// in-flight rows: 43 ms for 127 results instead of 4 ms, measured. So the
-// owner is unnested beside the results and compared as a join condition,
-// which leaves deliveries nothing to be scanned by (TestCompletionPlan).
-// Returns the ids actually updated; the same transaction writes their
-// attempts (AttemptInsert), latency samples and breaker rows
-// (EndpointHealthWrite).
+// results. Any test on deliveries alone (status, lease_owner) would be
+// estimated on its own and could make the planner scan deliveries first and
+// unnest the whole batch again for each row it finds: 43 ms for 127 results
+// instead of 4 ms, measured. So the owner is unnested beside the results
+// and compared as a join condition, which leaves deliveries nothing to be
+// scanned by (TestCompletionPlan). Returns the ids actually updated; the
+// same transaction writes their attempts (AttemptInsert), latency samples
+// and breaker rows (EndpointHealthWrite).
 func (q *Queries) DeliveryComplete(ctx context.Context, arg DeliveryCompleteParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deliveryComplete,
 		arg.Ids,
 		arg.AttemptCounts,
+		arg.Owners,
 		arg.Statuses,
 		arg.NextAttemptAts,
 		arg.FinishedAts,
@@ -384,7 +389,6 @@ func (q *Queries) DeliveryComplete(ctx context.Context, arg DeliveryCompletePara
 		arg.ErrorClasses,
 		arg.StatusCodes,
 		arg.DurationsMs,
-		arg.WorkerID,
 	)
 	if err != nil {
 		return nil, err
@@ -421,9 +425,10 @@ type DeliveryReleaseParams struct {
 	WorkerID      string
 }
 
-// Returns deliveries this worker claimed but did not attempt (shutdown
-// cancelled the send) to the queue, due now, without using an attempt.
-// The owner is a join condition for the reason DeliveryComplete gives.
+// Returns probes this worker leased but did not attempt (shutdown cancelled
+// the send) to the queue, due now, without using an attempt. The owner is a
+// join condition for the reason DeliveryComplete gives. (A delivery claimed
+// by reading needs nothing: it is still waiting, as it was.)
 func (q *Queries) DeliveryRelease(ctx context.Context, arg DeliveryReleaseParams) error {
 	_, err := q.db.Exec(ctx, deliveryRelease,
 		arg.Now,
@@ -446,7 +451,7 @@ type DeliveryReleaseOwnedParams struct {
 }
 
 // At shutdown, after the last flush: anything still leased by this worker
-// goes back to the queue, due now. Normally matches nothing.
+// (a probe) goes back to the queue, due now. Normally matches nothing.
 func (q *Queries) DeliveryReleaseOwned(ctx context.Context, arg DeliveryReleaseOwnedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryReleaseOwned, arg.Now, arg.WorkerID)
 	if err != nil {
@@ -561,6 +566,58 @@ func (q *Queries) RetentionUnlock(ctx context.Context) (bool, error) {
 	var unlocked bool
 	err := row.Scan(&unlocked)
 	return unlocked, err
+}
+
+const shardLockTry = `-- name: ShardLockTry :many
+SELECT s::int AS shard
+FROM unnest($1::int[]) AS s
+WHERE pg_try_advisory_lock($2::int, s)
+`
+
+type ShardLockTryParams struct {
+	Shards []int32
+	Class  int32
+}
+
+// Takes the advisory locks of the given shards that no other session
+// holds, on this worker's liveness session: a held lock is the ownership
+// of that shard's endpoints, and ends with the session (the worker died, or
+// its connection did). @class is the locks' first key (shardLockClass).
+// Returns the shards now held.
+func (q *Queries) ShardLockTry(ctx context.Context, arg ShardLockTryParams) ([]int32, error) {
+	rows, err := q.db.Query(ctx, shardLockTry, arg.Shards, arg.Class)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int32{}
+	for rows.Next() {
+		var shard int32
+		if err := rows.Scan(&shard); err != nil {
+			return nil, err
+		}
+		items = append(items, shard)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardUnlock = `-- name: ShardUnlock :exec
+SELECT count(*) FILTER (WHERE pg_advisory_unlock($1::int, s)) FROM unnest($2::int[]) AS s
+`
+
+type ShardUnlockParams struct {
+	Class  int32
+	Shards []int32
+}
+
+// Gives shards up (their deliveries held by this worker are all recorded):
+// another worker may take them at once.
+func (q *Queries) ShardUnlock(ctx context.Context, arg ShardUnlockParams) error {
+	_, err := q.db.Exec(ctx, shardUnlock, arg.Class, arg.Shards)
+	return err
 }
 
 const tablesYoung = `-- name: TablesYoung :many

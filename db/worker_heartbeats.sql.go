@@ -44,26 +44,38 @@ func (q *Queries) WorkerFindDead(ctx context.Context, workerID string) ([]string
 }
 
 const workerHeartbeat = `-- name: WorkerHeartbeat :exec
-INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
-VALUES ($1, $2, $3::bigint, coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key
+INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at, claim_protocol, in_flight, in_flight_retries, draining)
+VALUES ($1, $2, $3::bigint, coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()),
+        2, $5::int, $6::int, $7::boolean)
+ON CONFLICT (worker_id) DO UPDATE
+SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key, claim_protocol = excluded.claim_protocol,
+    in_flight = excluded.in_flight, in_flight_retries = excluded.in_flight_retries, draining = excluded.draining
 `
 
 type WorkerHeartbeatParams struct {
-	WorkerID string
-	Hostname string
-	LockKey  int64
-	Now      *time.Time
+	WorkerID        string
+	Hostname        string
+	LockKey         int64
+	Now             *time.Time
+	InFlight        int32
+	InFlightRetries int32
+	Draining        bool
 }
 
 // Records this replica as alive, with the key of the advisory lock it holds
-// while it runs (see WorkerFindDead).
+// while it runs (see WorkerFindDead), the claim protocol it speaks (2:
+// claims by shard ownership, migration 00020), how many deliveries it holds
+// (claimed, result not yet recorded; how many of them retries) and whether
+// it is stopping.
 func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) error {
 	_, err := q.db.Exec(ctx, workerHeartbeat,
 		arg.WorkerID,
 		arg.Hostname,
 		arg.LockKey,
 		arg.Now,
+		arg.InFlight,
+		arg.InFlightRetries,
+		arg.Draining,
 	)
 	return err
 }
@@ -96,20 +108,6 @@ func (q *Queries) WorkerHeartbeatForget(ctx context.Context, workerIds []string)
 	return err
 }
 
-const workerLiveCount = `-- name: WorkerLiveCount :one
-SELECT count(*)::int AS replicas
-FROM worker_heartbeats
-WHERE last_seen_at > $1::timestamptz
-`
-
-// How many replicas are alive (a per-endpoint rate is split across them).
-func (q *Queries) WorkerLiveCount(ctx context.Context, since time.Time) (int32, error) {
-	row := q.db.QueryRow(ctx, workerLiveCount, since)
-	var replicas int32
-	err := row.Scan(&replicas)
-	return replicas, err
-}
-
 const workerLockHold = `-- name: WorkerLockHold :one
 SELECT pg_try_advisory_lock($1::bigint) AS held
 `
@@ -123,4 +121,52 @@ func (q *Queries) WorkerLockHold(ctx context.Context, lockKey int64) (bool, erro
 	var held bool
 	err := row.Scan(&held)
 	return held, err
+}
+
+const workerOwnersLive = `-- name: WorkerOwnersLive :many
+SELECT worker_id, claim_protocol, draining
+FROM worker_heartbeats
+WHERE worker_id <> $1::text
+  AND last_seen_at > coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8)
+  AND lock_key IS NOT NULL
+  AND NOT pg_try_advisory_xact_lock(lock_key)
+ORDER BY worker_id
+`
+
+type WorkerOwnersLiveParams struct {
+	WorkerID       string
+	Now            *time.Time
+	LiveForSeconds float64
+}
+
+type WorkerOwnersLiveRow struct {
+	WorkerID      string
+	ClaimProtocol *int16
+	Draining      bool
+}
+
+// The other workers alive now, as shard owners see them: a recent heartbeat
+// and the liveness lock held (the transaction-level try-lock fails; it
+// writes nothing and ends with this statement). claim_protocol NULL is a
+// worker of an older version, which claims by leasing rows: while one is
+// alive nothing is claimed by ownership. Runs on the liveness session
+// several times a second; the table holds a row per replica.
+func (q *Queries) WorkerOwnersLive(ctx context.Context, arg WorkerOwnersLiveParams) ([]WorkerOwnersLiveRow, error) {
+	rows, err := q.db.Query(ctx, workerOwnersLive, arg.WorkerID, arg.Now, arg.LiveForSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkerOwnersLiveRow{}
+	for rows.Next() {
+		var i WorkerOwnersLiveRow
+		if err := rows.Scan(&i.WorkerID, &i.ClaimProtocol, &i.Draining); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1,52 +1,43 @@
--- The lease cycle on deliveries, kept in one file: every write after the claim is fenced by its lease.
+-- The claim cycle on deliveries, kept in one file: shard ownership, the claim, and every write after it, fenced by the attempt count it was claimed with.
 -- Their transactions' other writes live with their tables; the bench baselines keep their SQL in worker/bench.
 
--- name: ClaimLock :exec
--- Serialises claims across replicas for the rest of the transaction. The
--- claim reads how many deliveries each endpoint has in flight; taken after
--- this lock, in a new statement, that count includes every claim other
--- replicas committed, so max_in_flight holds across replicas. A claim takes
--- about a millisecond, so replicas barely wait.
-SELECT pg_advisory_xact_lock(7270736901);
-
 -- name: ClaimSettings :exec
--- Settings for the claim's transaction only. synchronous_commit off saves a
--- disk flush per claim and loses nothing: a claim lost in a crash is only
--- pending again (sent twice at worst, as at-least-once allows), and the
--- completion's synchronous commit flushes the claim's WAL before any result
--- is recorded. force_generic_plan stops PostgreSQL planning DeliveryClaim
--- afresh on every call, which costs as much as claiming dozens of rows; see
--- worker/architecture.md (and Worker.analyzeYoung, which keeps that one
--- plan from being one made for a near-empty table).
-SELECT set_config('synchronous_commit', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true);
+-- A setting for the claim's transaction only: force_generic_plan stops
+-- PostgreSQL planning DeliveryClaim afresh on every call, which costs as
+-- much as claiming dozens of rows; see worker/architecture.md (and
+-- Worker.analyzeYoung, which keeps that one plan from being one made for a
+-- near-empty table). The claim writes nothing, so it has nothing to commit.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeliveryClaim :many
--- Claims due deliveries (status in_flight, leased to @worker_id) and commits
--- before any HTTP is sent: no transaction is held across a network call.
--- Enabled, closed, unpaused endpoints get at most their free in-flight slots
--- (across replicas) and this replica's rate tokens (@capped_ids/@caps), in
--- random order so one backlog cannot starve the others; SKIP LOCKED keeps
--- replicas off each other's rows. The picked ids reach the UPDATE as an
--- array so the cached plan (ClaimSettings) stays a few key lookups however
--- many rows are picked; see worker/architecture.md. With @endpoint_ids
--- the claim looks at those endpoints only (the wake path: an ingest's
--- NOTIFY names the endpoints it queued for), so its cost follows the work
--- rather than the number of endpoints; NULL looks at every endpoint.
+-- Reads due deliveries for this worker to send; it writes nothing. It runs
+-- on the session that holds this worker's shard locks, so it reads only
+-- while those locks are held: endpoints whose shard (id % the length of
+-- @shards) is owned by this worker (@shards[shard + 1]; NULL = all) are the
+-- only ones it looks at, and no other worker claims them meanwhile. The
+-- worker keeps what it claimed in memory until the result is recorded:
+-- @held_endpoint_ids/@held_ids are those deliveries, skipped here and
+-- counted against each endpoint's max_in_flight. Enabled, closed, unpaused
+-- endpoints get at most their free in-flight slots and this worker's rate
+-- tokens (@capped_ids/@caps), in random order so one backlog cannot starve
+-- the others. With @endpoint_ids the claim looks at those endpoints only
+-- (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
+-- its cost follows the work rather than the number of endpoints; NULL looks
+-- at every endpoint. See worker/architecture.md, "The claim".
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
       AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR e.id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
+      AND (sqlc.narg('shards')::bool[] IS NULL
+           OR (sqlc.narg('shards')::bool[])[e.id % cardinality(sqlc.narg('shards')::bool[]) + 1])
       AND h.state = 'closed'
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
 ),
-in_flight AS (
-    SELECT endpoint_id, count(*)::int AS n
-    FROM deliveries
-    WHERE status = 'in_flight'
-      AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR endpoint_id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
+held AS (
+    SELECT endpoint_id, count(*)::int AS n, array_agg(id) AS ids
+    FROM (SELECT unnest(@held_endpoint_ids::bigint[]) AS endpoint_id, unnest(@held_ids::bigint[]) AS id) x
     GROUP BY endpoint_id
 ),
 room AS (
@@ -54,43 +45,44 @@ room AS (
            LEAST(l.max_in_flight - coalesce(f.n, 0),
                  CASE WHEN c.cap IS NOT NULL THEN c.cap
                       WHEN l.limited THEN 0
-                      ELSE l.max_in_flight END) AS n
+                      ELSE l.max_in_flight END) AS n,
+           coalesce(f.ids, '{}'::bigint[]) AS held
     FROM live l
-    LEFT JOIN in_flight f ON f.endpoint_id = l.id
+    LEFT JOIN held f ON f.endpoint_id = l.id
     LEFT JOIN (SELECT unnest(@capped_ids::bigint[]) AS id, unnest(@caps::int[]) AS cap) c ON c.id = l.id
 ),
 picked AS (
-    SELECT d.id
-    FROM (SELECT id, n FROM room WHERE n > 0 ORDER BY random()) r
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts
+    FROM (SELECT id, n, held FROM room WHERE n > 0 ORDER BY random()) r
     CROSS JOIN LATERAL (
-        SELECT d.id
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.max_attempts
         FROM deliveries d
         WHERE d.endpoint_id = r.id
           AND d.status IN ('pending', 'failed')
           AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+          AND d.id <> ALL (r.held)
         ORDER BY d.next_attempt_at
         LIMIT r.n
-        FOR UPDATE SKIP LOCKED
     ) d
     LIMIT @max_rows::int
 )
-UPDATE deliveries d
-SET status = 'in_flight',
-    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + (e.timeout_ms + @lease_margin_ms::int) * interval '1 millisecond',
-    lease_owner = @worker_id::text
-FROM events ev, endpoints e
-WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
-RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
-          ev.type AS event_type, ev.payload,
-          e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param;
+SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
+       ev.type AS event_type, ev.payload,
+       e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
+       e.secret_version, e.macro_style, e.signature_param
+FROM picked p
+JOIN events ev ON ev.id = p.event_id
+JOIN endpoints e ON e.id = p.endpoint_id;
 
 -- name: DeliveryClaimProbes :many
--- Claims exactly one probe delivery per half-open endpoint that has none
+-- Claims exactly one probe delivery per half-open endpoint of this worker's
+-- shards (@shards, as in DeliveryClaim) that has none
 -- (EndpointHealthStartProbes opened them): the health row is locked (SKIP
--- LOCKED, so racing replicas skip it) and marked with the probe's id in the
--- same statement, so no second probe is ever claimed while the first is
--- unresolved.
+-- LOCKED) and marked with the probe's id in the same statement, so no
+-- second probe is ever claimed while the first is unresolved. A probe is
+-- leased (in_flight, lease_owner = @worker_id), so if its worker dies,
+-- rescue finds it and counts it as a failed probe. Deliveries this worker
+-- still holds (@held_ids) are not picked.
 WITH ready AS (
     SELECT h.endpoint_id
     FROM endpoint_health h
@@ -98,6 +90,8 @@ WITH ready AS (
     WHERE h.state = 'half_open'
       AND h.probe_delivery_id IS NULL
       AND e.enabled
+      AND (sqlc.narg('shards')::bool[] IS NULL
+           OR (sqlc.narg('shards')::bool[])[e.id % cardinality(sqlc.narg('shards')::bool[]) + 1])
       AND (h.paused_until IS NULL OR h.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     FOR UPDATE OF h SKIP LOCKED
 ),
@@ -109,6 +103,7 @@ pick AS (
         WHERE d.endpoint_id = r.endpoint_id
           AND d.status IN ('pending', 'failed')
           AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+          AND NOT (d.id = ANY (coalesce(@held_ids::bigint[], '{}')))
         ORDER BY d.next_attempt_at
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -126,29 +121,30 @@ SET status = 'in_flight',
     lease_owner = @worker_id::text
 FROM pick p, events ev, endpoints e
 WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts,
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param;
 
 -- name: DeliveryComplete :many
--- Applies a batch of attempt outcomes. The lease owner and attempt count
--- fence the update: a result that arrives after its lease expired and the
--- delivery was rescued (and perhaps claimed again) changes nothing.
--- lease_owner is set only while a row is in flight, so it stands for the
--- status test too.
+-- Applies a batch of attempt outcomes, fenced by the attempt count each
+-- delivery was claimed with and by how it was claimed: a delivery claimed
+-- by reading (its owner empty) must still be waiting (pending or failed),
+-- one leased as a probe (its owner this worker's id) must still be leased
+-- to this worker. A result that arrives after another worker took the
+-- delivery over (this one lost its shard with its session, or its probe
+-- lease was rescued) and recorded an attempt of its own changes nothing;
+-- attempt_count only grows, so it cannot match again.
 --
 -- The plan must be one primary-key lookup per result, driven by the
--- results. Any test on deliveries alone (status = 'in_flight', or
--- lease_owner = @worker_id) is estimated at about one row, since nearly
--- every row is neither, so the planner makes that scan the outer side of a
--- nested loop and unnests the whole batch again for each of the worker's
--- in-flight rows: 43 ms for 127 results instead of 4 ms, measured. So the
--- owner is unnested beside the results and compared as a join condition,
--- which leaves deliveries nothing to be scanned by (TestCompletionPlan).
--- Returns the ids actually updated; the same transaction writes their
--- attempts (AttemptInsert), latency samples and breaker rows
--- (EndpointHealthWrite).
+-- results. Any test on deliveries alone (status, lease_owner) would be
+-- estimated on its own and could make the planner scan deliveries first and
+-- unnest the whole batch again for each row it finds: 43 ms for 127 results
+-- instead of 4 ms, measured. So the owner is unnested beside the results
+-- and compared as a join condition, which leaves deliveries nothing to be
+-- scanned by (TestCompletionPlan). Returns the ids actually updated; the
+-- same transaction writes their attempts (AttemptInsert), latency samples
+-- and breaker rows (EndpointHealthWrite).
 UPDATE deliveries d
 SET status           = u.status,
     attempt_count    = d.attempt_count + 1,
@@ -163,23 +159,24 @@ SET status           = u.status,
     last_response_ms = u.duration_ms
 FROM (SELECT unnest(@ids::bigint[]) AS id,
              unnest(@attempt_counts::int[]) AS attempt_count,
+             unnest(@owners::text[]) AS owner,
              unnest(@statuses::text[]) AS status,
              unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at,
              unnest(@finished_ats::timestamptz[]) AS finished_at,
              unnest(@errors::text[]) AS error,
              unnest(@error_classes::text[]) AS error_class,
              unnest(@status_codes::int[]) AS status_code,
-             unnest(@durations_ms::float8[]) AS duration_ms,
-             unnest(array_fill(@worker_id::text, ARRAY[cardinality(@ids::bigint[])])) AS owner) u
+             unnest(@durations_ms::float8[]) AS duration_ms) u
 WHERE d.id = u.id
-  AND d.lease_owner = u.owner
   AND d.attempt_count = u.attempt_count
+  AND CASE WHEN u.owner = '' THEN d.status IN ('pending', 'failed') ELSE d.lease_owner = u.owner END
 RETURNING d.id;
 
 -- name: DeliveryRelease :exec
--- Returns deliveries this worker claimed but did not attempt (shutdown
--- cancelled the send) to the queue, due now, without using an attempt.
--- The owner is a join condition for the reason DeliveryComplete gives.
+-- Returns probes this worker leased but did not attempt (shutdown cancelled
+-- the send) to the queue, due now, without using an attempt. The owner is a
+-- join condition for the reason DeliveryComplete gives. (A delivery claimed
+-- by reading needs nothing: it is still waiting, as it was.)
 UPDATE deliveries d
 SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempt_counts::int[]) AS attempt_count,
@@ -190,10 +187,25 @@ WHERE d.id = u.id
 
 -- name: DeliveryReleaseOwned :execrows
 -- At shutdown, after the last flush: anything still leased by this worker
--- goes back to the queue, due now. Normally matches nothing.
+-- (a probe) goes back to the queue, due now. Normally matches nothing.
 UPDATE deliveries
 SET status = 'failed', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()), lease_expires_at = NULL, lease_owner = NULL
 WHERE status = 'in_flight' AND lease_owner = @worker_id::text;
+
+-- name: ShardLockTry :many
+-- Takes the advisory locks of the given shards that no other session
+-- holds, on this worker's liveness session: a held lock is the ownership
+-- of that shard's endpoints, and ends with the session (the worker died, or
+-- its connection did). @class is the locks' first key (shardLockClass).
+-- Returns the shards now held.
+SELECT s::int AS shard
+FROM unnest(@shards::int[]) AS s
+WHERE pg_try_advisory_lock(@class::int, s);
+
+-- name: ShardUnlock :exec
+-- Gives shards up (their deliveries held by this worker are all recorded):
+-- another worker may take them at once.
+SELECT count(*) FILTER (WHERE pg_advisory_unlock(@class::int, s)) FROM unnest(@shards::int[]) AS s;
 
 -- name: DeliveryRescueExpired :many
 -- Rescues deliveries whose worker is gone: their lease expired (the worker

@@ -1,9 +1,15 @@
 -- name: WorkerHeartbeat :exec
 -- Records this replica as alive, with the key of the advisory lock it holds
--- while it runs (see WorkerFindDead).
-INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at)
-VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key;
+-- while it runs (see WorkerFindDead), the claim protocol it speaks (2:
+-- claims by shard ownership, migration 00020), how many deliveries it holds
+-- (claimed, result not yet recorded; how many of them retries) and whether
+-- it is stopping.
+INSERT INTO worker_heartbeats (worker_id, hostname, lock_key, started_at, last_seen_at, claim_protocol, in_flight, in_flight_retries, draining)
+VALUES (@worker_id, @hostname, @lock_key::bigint, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        2, @in_flight::int, @in_flight_retries::int, @draining::boolean)
+ON CONFLICT (worker_id) DO UPDATE
+SET last_seen_at = excluded.last_seen_at, lock_key = excluded.lock_key, claim_protocol = excluded.claim_protocol,
+    in_flight = excluded.in_flight, in_flight_retries = excluded.in_flight_retries, draining = excluded.draining;
 
 -- name: WorkerLockHold :one
 -- Taken once per worker on a connection of its own and held until the
@@ -29,11 +35,20 @@ ORDER BY worker_id;
 -- rescued, so they stop counting as replicas at once.
 DELETE FROM worker_heartbeats WHERE worker_id = ANY (@worker_ids::text[]);
 
--- name: WorkerLiveCount :one
--- How many replicas are alive (a per-endpoint rate is split across them).
-SELECT count(*)::int AS replicas
+-- name: WorkerOwnersLive :many
+-- The other workers alive now, as shard owners see them: a recent heartbeat
+-- and the liveness lock held (the transaction-level try-lock fails; it
+-- writes nothing and ends with this statement). claim_protocol NULL is a
+-- worker of an older version, which claims by leasing rows: while one is
+-- alive nothing is claimed by ownership. Runs on the liveness session
+-- several times a second; the table holds a row per replica.
+SELECT worker_id, claim_protocol, draining
 FROM worker_heartbeats
-WHERE last_seen_at > @since::timestamptz;
+WHERE worker_id <> @worker_id::text
+  AND last_seen_at > coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @live_for_seconds::float8)
+  AND lock_key IS NOT NULL
+  AND NOT pg_try_advisory_xact_lock(lock_key)
+ORDER BY worker_id;
 
 -- name: WorkerHeartbeatDelete :exec
 -- At shutdown: removes this worker's heartbeat and any an hour stale, so

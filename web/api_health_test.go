@@ -216,6 +216,35 @@ func TestAPIStatsAlerts(t *testing.T) {
 	}
 }
 
+// TestAPIStatsInFlight: claims write nothing, so a delivery being sent is
+// still pending or awaiting retry in the table; the summary counts what
+// the live workers say they hold (their heartbeats) as in flight instead,
+// with probes leased in the table, and leaves a stale heartbeat out.
+func TestAPIStatsInFlight(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Acme")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
+	for range 4 {
+		env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "a.b", "payload": map[string]any{}})
+	}
+	ctx := context.Background()
+	if _, err := env.pool.Exec(ctx, `
+		UPDATE deliveries SET status = 'failed' WHERE id = (SELECT min(id) FROM deliveries);
+		UPDATE deliveries SET status = 'in_flight', lease_owner = 'a', lease_expires_at = now() + interval '1 minute'
+		WHERE id = (SELECT max(id) FROM deliveries);
+		INSERT INTO worker_heartbeats (worker_id, claim_protocol, in_flight, in_flight_retries, last_seen_at)
+		VALUES ('a', 2, 2, 1, now()), ('gone', 2, 5, 0, now() - interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	rec := env.do(http.MethodGet, "/api/v1/stats", nil)
+	mustStatus(t, rec, http.StatusOK)
+	st := decodeBody[pipelineStats](t, rec)
+	// Rows: 2 pending, 1 failed, 1 leased. Worker a holds 2, one a retry.
+	if st.Pending != 1 || st.AwaitingRetry != 0 || st.InFlight != 3 {
+		t.Fatalf("pending %d, awaiting retry %d, in flight %d; want 1, 0, 3", st.Pending, st.AwaitingRetry, st.InFlight)
+	}
+}
+
 func TestAPIRotateSecret(t *testing.T) {
 	env := newEnv(t)
 	pid := env.createPartner("Acme")

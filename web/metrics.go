@@ -62,9 +62,10 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.Pending), "pending")
-	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.AwaitingRetry), "failed")
-	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.InFlight), "in_flight")
+	q := queueOf(st)
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(q.pending), "pending")
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(q.awaitingRetry), "failed")
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(q.inFlight), "in_flight")
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(st.Dead), "dead")
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(st.OldestPendingSeconds, 0))
 	usage, err := c.s.q.NotifyQueueUsage(ctx)

@@ -49,6 +49,23 @@ type alertEndpoint struct {
 	Failures    int32    `json:"consecutive_failures"`
 }
 
+// queueCounts are the queue's deliveries by state.
+type queueCounts struct{ pending, awaitingRetry, inFlight int64 }
+
+// queueOf splits the summary's counts into states. Deliveries a worker
+// holds are still pending or awaiting retry in the table (claims write
+// nothing): they count as in flight instead, with the probes leased in the
+// table. The workers' figures are a heartbeat old, so they may exceed the
+// rows they stand for.
+func queueOf(row db.PipelineStatsRow) queueCounts {
+	first := max(row.Held-row.HeldRetries, 0)
+	return queueCounts{
+		pending:       max(row.Pending-first, 0),
+		awaitingRetry: max(row.AwaitingRetry-row.HeldRetries, 0),
+		inFlight:      row.Leased + row.Held,
+	}
+}
+
 // pipelineStats reads the summary: a handful of index-only counts and sums
 // over the minute histograms, cheap enough to refresh every few seconds.
 func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
@@ -64,8 +81,9 @@ func (s *Server) pipelineStats(ctx context.Context) (pipelineStats, error) {
 	for _, u := range unsent {
 		row.FailedLastHour += u.Dead
 	}
+	q := queueOf(row)
 	st := pipelineStats{
-		Pending: row.Pending, AwaitingRetry: row.AwaitingRetry, InFlight: row.InFlight, Dead: row.Dead,
+		Pending: q.pending, AwaitingRetry: q.awaitingRetry, InFlight: q.inFlight, Dead: row.Dead,
 		DeliveredLastHour: row.OkAttemptsLastHour, FailedLastHour: row.FailedLastHour,
 		DeadLastHour: row.DeadLastHour, OldestPendingSeconds: max(row.OldestPendingSeconds, 0),
 		AvgDeliveryMsHour: row.AvgAttemptMsLastHour, Alerts: []alert{}, GeneratedAt: now.UTC(),

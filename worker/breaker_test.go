@@ -90,6 +90,7 @@ func TestLostProbeReopens(t *testing.T) {
 	e.events(2, "order.created", `{}`)
 	clk := newClock()
 	w := e.worker(func(c *Config) { c.Now = clk.Now })
+	e.sole(w) // only the endpoint's owner probes it
 	ctx := context.Background()
 	if _, err := e.pool.Exec(ctx, "UPDATE endpoint_health SET state = 'open', opened_at = $1 WHERE endpoint_id = $2", clk.Now(), epID); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,17 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/sender"
 )
 
-// claimed is a delivery this worker holds a lease on.
+// claimed is a delivery this worker claimed: it holds it (w.held) until its
+// result is recorded.
 type claimed = db.DeliveryClaimRow
 
 // claimLoop claims due deliveries whenever there is room for them, until
@@ -42,7 +46,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		room := capacity - busy
 		full := false
 		// Without its liveness lock this worker may already count as dead
-		// to the others, who then own its leases: it claims nothing.
+		// to the others, who then own its shards: it claims nothing.
 		if w.alive.Load() && (room >= minClaim || (room > 0 && busy == 0)) {
 			ids, everywhere, asked := w.hints.take()
 			every := w.cfg.PollInterval
@@ -51,6 +55,9 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			}
 			if time.Since(lookedEverywhere) >= every {
 				ids, everywhere = nil, true
+			}
+			if !everywhere {
+				ids = w.ownedOf(ids)
 			}
 			n := min(room, w.cfg.ClaimBatch)
 			var rows []claimed
@@ -63,6 +70,10 @@ func (w *Worker) claimLoop(ctx context.Context) {
 				return
 			case !everywhere && len(ids) == 0:
 				// Nothing was named since the last claim.
+			case errors.Is(err, errNoShards), errors.Is(err, errNoSession):
+				// Nothing to claim from until the reconcile takes a shard
+				// (it wakes the loop when it does). Named endpoints wait
+				// for the look everywhere that follows.
 			case err != nil:
 				failures++
 				if failures == 1 || failures%60 == 0 {
@@ -113,23 +124,55 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	}
 }
 
+// ownedOf keeps the endpoints of ids in shards this worker may claim from:
+// every replica hears every wake-up NOTIFY, and a claim at another's
+// endpoints would find nothing.
+func (w *Worker) ownedOf(ids []int64) []int64 {
+	if len(ids) == 0 {
+		return ids
+	}
+	owned := w.own.claimable()
+	kept := ids[:0]
+	for _, id := range ids {
+		if owned[shardOf(id)] {
+			kept = append(kept, id)
+		}
+	}
+	return kept
+}
+
 // claim takes up to n due deliveries of the endpoints ids (of every
-// endpoint when ids is nil), within each endpoint's in-flight cap and this
-// replica's rate-limit tokens.
+// endpoint when ids is nil) in the shards this worker owns, within each
+// endpoint's in-flight cap and this worker's rate-limit tokens, and holds
+// them (w.held) until their results are recorded. It returns errNoShards
+// when this worker owns no shard it may claim from.
 func (w *Worker) claim(ctx context.Context, n int, ids []int64) ([]claimed, error) {
 	now := w.now()
 	capped, caps := w.limits.Snapshot(now)
 	w.capped.Store(len(capped) > 0)
 	start := time.Now()
-	rows, err := w.claimRows(ctx, db.DeliveryClaimParams{
-		Now:           w.dbNow(),
-		LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond),
-		WorkerID:      w.id,
-		EndpointIds:   ids,
-		CappedIds:     capped,
-		Caps:          caps,
-		MaxRows:       int32(n),
+	var rows []claimed
+	err := w.own.withSession(func(conn *pgx.Conn, shards []bool) error {
+		heldEndpoints, heldIDs := w.held.snapshot()
+		var err error
+		rows, err = claimRows(ctx, conn, db.DeliveryClaimParams{
+			Now:             w.dbNow(),
+			EndpointIds:     ids,
+			Shards:          shards,
+			HeldEndpointIds: heldEndpoints,
+			HeldIds:         heldIDs,
+			CappedIds:       capped,
+			Caps:            caps,
+			MaxRows:         int32(n),
+		})
+		if err == nil {
+			w.held.add(rows) // before another claim can run on the session
+		}
+		return err
 	})
+	if errors.Is(err, errNoShards) || errors.Is(err, errNoSession) {
+		return nil, err
+	}
 	w.metrics.observeClaim(time.Since(start), len(rows), err)
 	w.log.Debug("claim", "rows", len(rows), "asked", n, "ms", time.Since(start).Milliseconds())
 	if err != nil {
@@ -148,18 +191,10 @@ func (w *Worker) claim(ctx context.Context, n int, ids []int64) ([]claimed, erro
 }
 
 // claimRows runs the claim as one pipeline (one round trip, one implicit
-// transaction): its settings (asynchronous commit, a cached plan), the
-// cross-replica claim lock, then the claim itself in a new statement that
-// sees every claim committed before the lock was granted.
-func (w *Worker) claimRows(ctx context.Context, arg db.DeliveryClaimParams) ([]claimed, error) {
-	conn, err := w.pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
+// transaction): its settings (a cached plan), then the claim itself.
+func claimRows(ctx context.Context, conn *pgx.Conn, arg db.DeliveryClaimParams) ([]claimed, error) {
 	q := db.New(db.NewPipeline(conn))
 	_ = q.ClaimSettings(ctx) // queued: errors surface from the claim
-	_ = q.ClaimLock(ctx)
 	return q.DeliveryClaim(ctx, arg)
 }
 
@@ -189,7 +224,7 @@ func (w *Worker) sendLoop(claimCtx, sendCtx context.Context) {
 	}
 }
 
-// dispatch sends one claimed delivery (a breaker probe) on its own
+// dispatch sends one leased delivery (a breaker probe) on its own
 // goroutine, outside the queue; the result goes to the completer. The
 // goroutine is owned by Run through w.inflight.
 func (w *Worker) dispatch(ctx context.Context, d claimed) {
@@ -198,6 +233,7 @@ func (w *Worker) dispatch(ctx context.Context, d claimed) {
 	go func() {
 		defer w.inflight.Done()
 		o := w.deliver(ctx, d)
+		o.leased = true
 		w.results <- o
 		w.busy.Add(-1)
 		signal(w.freed)

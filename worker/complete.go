@@ -33,10 +33,15 @@ func (w *Worker) completer() {
 	for range w.cfg.Flushers {
 		flushers.Go(func() {
 			for b := range batches {
-				w.flushWithRetry(b)
+				lost := w.flushWithRetry(b)
 				// The recorded rows no longer count against their
 				// endpoints' in-flight caps: the claim loop may find work
-				// for those endpoints it could not before.
+				// for those endpoints it could not before. Only now, after
+				// the commit, may a claim read them again.
+				w.held.remove(b, lost)
+				if len(lost) > 0 {
+					w.held.removeAfter(lost, w.cfg.LeaseMargin)
+				}
 				ids := make([]int64, len(b))
 				for i := range b {
 					ids[i] = b[i].d.EndpointID
@@ -86,14 +91,14 @@ func (w *Worker) completer() {
 	}
 }
 
-// flushWithRetry records a batch. While the database is unreachable it
-// retries; senders block behind the full results channel meanwhile, so
-// claiming stops too. If the database stays away past the leases, other
-// replicas rescue the rows and send them again: at-least-once. Any other
-// error means one result cannot be stored (a bug, a constraint): the batch
-// is split so the others are recorded, and the lone failure is left to
-// lease rescue.
-func (w *Worker) flushWithRetry(batch []outcome) {
+// flushWithRetry records a batch and returns the outcomes it could not
+// record. While the database is unreachable it retries; senders block
+// behind the full results channel meanwhile, so claiming stops too. If the
+// database stays away for good, the deliveries are still due in the table
+// and are sent again: at-least-once. Any other error means one result
+// cannot be stored (a bug, a constraint): the batch is split so the others
+// are recorded, and the lone failure is returned.
+func (w *Worker) flushWithRetry(batch []outcome) (lost []outcome) {
 	for attempt := 1; ; attempt++ {
 		timeout := 30 * time.Second
 		if d := w.shutdownDeadline.Load(); d != 0 {
@@ -107,24 +112,22 @@ func (w *Worker) flushWithRetry(batch []outcome) {
 		w.log.Debug("flush", "results", len(batch), "ms", time.Since(start).Milliseconds())
 		switch {
 		case err == nil:
-			return
+			return nil
 		case !retryable(err):
 			if len(batch) == 1 {
-				w.log.Error("cannot record a delivery result; its lease will expire and it will be retried",
-					"delivery_id", batch[0].d.ID, "err", err)
-				return
+				w.log.Error("cannot record a delivery result; it will be sent again",
+					"delivery_id", batch[0].d.ID, "err", err, "after", w.cfg.LeaseMargin)
+				return batch
 			}
 			half := len(batch) / 2
-			w.flushWithRetry(batch[:half])
-			w.flushWithRetry(batch[half:])
-			return
+			return append(w.flushWithRetry(batch[:half]), w.flushWithRetry(batch[half:])...)
 		case attempt == 1 || attempt%30 == 0:
 			w.log.Error("record delivery results: database unavailable, retrying", "err", err, "results", len(batch), "attempt", attempt)
 		}
-		if attempt >= 120 || w.pastShutdownDeadline() { // the leases have expired (or we are stopping): rescue owns these rows now
-			w.log.Error("giving up recording results; their leases will expire and they will be sent again", "results", len(batch))
+		if attempt >= 120 || w.pastShutdownDeadline() { // long enough (or we are stopping): the rows are due again
+			w.log.Error("giving up recording results; they will be sent again", "results", len(batch))
 			w.unrecorded.Add(int64(len(batch)))
-			return
+			return batch
 		}
 		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 5*time.Second))
 	}
@@ -163,15 +166,18 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		release  db.DeliveryReleaseParams
 		gone     = map[int64]string{}
 	)
-	done.WorkerID, release.WorkerID, release.Now = w.id, w.id, w.dbNow()
+	release.WorkerID, release.Now = w.id, w.dbNow()
 	for i := range batch {
 		o := &batch[i]
 		d, r := &o.d, &o.res
 		if r.ErrorClass == sender.ClassCanceled {
 			// Shutdown cut the send short: back to the queue without using
-			// an attempt.
-			release.Ids = append(release.Ids, d.ID)
-			release.AttemptCounts = append(release.AttemptCounts, d.AttemptCount)
+			// an attempt. A delivery claimed by reading is still waiting
+			// there, as it was; only a leased probe has a lease to undo.
+			if o.leased {
+				release.Ids = append(release.Ids, d.ID)
+				release.AttemptCounts = append(release.AttemptCounts, d.AttemptCount)
+			}
 			continue
 		}
 		attemptNo := d.AttemptCount + 1
@@ -191,6 +197,11 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		o.dead = status == "dead"
 		done.Ids = append(done.Ids, d.ID)
 		done.AttemptCounts = append(done.AttemptCounts, d.AttemptCount)
+		owner := ""
+		if o.leased {
+			owner = w.id
+		}
+		done.Owners = append(done.Owners, owner)
 		done.Statuses = append(done.Statuses, status)
 		done.NextAttemptAts = append(done.NextAttemptAts, next)
 		done.FinishedAts = append(done.FinishedAts, o.finished)
@@ -219,10 +230,11 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			}
 		}
 		// Attempts only of the deliveries just updated. A stale result
-		// (its lease expired and rescue recorded the attempt as
-		// lease_expired) adds nothing, and a batch retried after a commit
-		// whose answer was lost (the first try did commit) writes no
-		// second copy: the fence matches no row the second time.
+		// (another worker took the delivery over and recorded an attempt,
+		// or rescue recorded a lost probe as lease_expired) adds nothing,
+		// and a batch retried after a commit whose answer was lost (the
+		// first try did commit) writes no second copy: the fence matches no
+		// row the second time.
 		kept := attempts[:0]
 		for _, a := range attempts {
 			if applied[a.DeliveryID] {
@@ -277,7 +289,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			w.limits.PauseUntil(o.d.EndpointID, o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap)))
 		}
 		if !applied[o.d.ID] {
-			w.log.Warn("result not recorded: the delivery is no longer leased to this worker (lease expired and rescued, or recorded by an earlier try of this batch)", "delivery_id", o.d.ID)
+			w.log.Warn("result not recorded: the delivery has moved on (another worker took it over with its shard, rescue took a probe's lease, or an earlier try of this batch recorded it)", "delivery_id", o.d.ID)
 			continue
 		}
 		recorded = append(recorded, *o)

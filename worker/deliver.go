@@ -31,6 +31,9 @@ type outcome struct {
 	res      sender.Result
 	finished time.Time
 	dead     bool // the delivery is dead after this attempt (set by flush)
+	// leased: the delivery was claimed with a lease (a breaker probe), not
+	// by reading; its completion is fenced by the lease.
+	leased bool
 }
 
 // sent reports whether the attempt touched the network, so its duration is

@@ -348,6 +348,41 @@ func (e *env) claimsNothing(what string, workers ...*Worker) {
 	}
 }
 
+// sole starts w's liveness session the way Run does (without running it)
+// and waits until it owns every shard, so the test can call w.claim; kill
+// ends the session as a process death would.
+func (e *env) sole(w *Worker) (kill func()) {
+	e.t.Helper()
+	kill = e.alive(w)
+	e.waitFor("the worker's shards", func() bool { return w.own.claimable().count() == shardCount })
+	return kill
+}
+
+// owning waits until the workers, running, have divided the shards among
+// them: each shard claimable by exactly one of them.
+func (e *env) owning(workers ...*Worker) {
+	e.t.Helper()
+	e.waitFor("the shards divided among the workers", func() bool {
+		var n [shardCount]int
+		for _, w := range workers {
+			if w.own.claimable().count() == 0 {
+				return false
+			}
+			for s, in := range w.own.claimable() {
+				if in {
+					n[s]++
+				}
+			}
+		}
+		for _, k := range n {
+			if k != 1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (e *env) count(query string, args ...any) int {
 	e.t.Helper()
 	var n int

@@ -15,7 +15,7 @@ import (
 
 // TestRateLimitHoldsWithFrozenClock: with time frozen, an endpoint limited to
 // 20/s with burst 5 gets exactly 5 sends; each simulated second brings 20
-// more. Split across two live replicas, each holds half the burst.
+// more.
 func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
@@ -40,33 +40,28 @@ func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
 	}
 }
 
-func TestRateLimitSplitAcrossReplicas(t *testing.T) {
+// TestRateLimitHeldByTheOwner: with two replicas running, an endpoint's
+// rate limit is its owner's alone: with the clock frozen the endpoint gets
+// its burst once, not once per replica, and only one replica sends.
+func TestRateLimitHeldByTheOwner(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rate, burst := 10.0, int32(8)
 	e.endpoint(endpointOpts{url: rcv.URL, rate: &rate, burst: &burst, maxInFlight: 100})
-	e.events(40, "order.created", `{}`)
 	clk := newClock()
 	a := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "a" })
 	b := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "b" })
-	ctx := context.Background()
-	// Both replicas heartbeat before either sets its buckets.
-	for _, w := range []*Worker{a, b, a} {
-		if err := w.heartbeat(ctx); err != nil {
-			t.Fatal(err)
-		}
-		w.refreshLimits(ctx)
-	}
-	b.refreshLimits(ctx)
-	if a.replicas.Load() != 2 || b.replicas.Load() != 2 {
-		t.Fatalf("replicas seen: %d, %d", a.replicas.Load(), b.replicas.Load())
-	}
 	e.run(a)
 	e.run(b)
-	e.waitFor("both bursts", func() bool { return rcv.count.Load() == 8 })
-	e.claimsNothing("clock frozen after both bursts", a, b)
+	e.owning(a, b)
+	e.events(40, "order.created", `{}`)
+	e.waitFor("the burst", func() bool { return rcv.count.Load() == 8 })
+	e.claimsNothing("clock frozen after the burst", a, b)
 	if got := rcv.count.Load(); got != 8 {
-		t.Fatalf("%d sends across two replicas with the clock frozen, want 8 (4 each)", got)
+		t.Fatalf("%d sends across two replicas with the clock frozen, want the one burst of 8", got)
+	}
+	if na, nb := a.claimedRows.Load(), b.claimedRows.Load(); na != 0 && nb != 0 {
+		t.Fatalf("both replicas sent to one endpoint (%d and %d deliveries)", na, nb)
 	}
 }
 

@@ -16,14 +16,17 @@ import (
 // in its heartbeat row. PostgreSQL drops the lock the instant that session
 // ends, whether the process was killed or its connection died, so another
 // replica (or this worker's successor after a restart) can tell a dead
-// worker from a slow one without waiting for leases to expire: a slow worker
-// (long sends, a GC pause, an overloaded machine) still holds its lock.
-// Deliveries leased by a dead worker move again within about a second,
-// instead of counting against their endpoint's max_in_flight until their
-// lease (timeout + margin) runs out.
+// worker from a slow one without waiting for anything to expire: a slow
+// worker (long sends, a GC pause, an overloaded machine) still holds its
+// lock. The same session holds the worker's shard locks and runs its claims
+// (ownership.go), so a dead worker's shards are free, and its deliveries
+// claimed again, within about a reconcile. Leases remain for breaker
+// probes, and for rows leased by workers of an older version: a dead
+// worker's are rescued once its lock has been seen free twice.
 const (
-	// livenessPing is how often the lock's connection is checked; a
-	// broken one stops this worker's claims until the lock is held again.
+	// livenessPing is how often the lock's session reconciles the shards
+	// it owns (which also checks that it is alive); a broken one stops this
+	// worker's claims until the lock is held again.
 	livenessPing = 250 * time.Millisecond
 	// reapEvery is how often other workers' locks are checked.
 	reapEvery = 250 * time.Millisecond
@@ -92,21 +95,10 @@ func (w *Worker) holdLivenessOnce(ctx context.Context, held func()) error {
 	w.alive.Store(true)
 	held()
 	w.wakeEverywhere() // the claim loop may have skipped claims meanwhile
-	tick := time.NewTicker(livenessPing)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		if err := conn.Ping(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
+	// The same session holds the shard locks and runs the claims
+	// (ownership.go); its reconcile every livenessPing is also the check
+	// that the session is alive.
+	return w.holdSession(ctx, conn)
 }
 
 // newLockKey picks a random non-zero liveness key.

@@ -49,11 +49,11 @@ func (e *env) alive(w *Worker) (kill func()) {
 }
 
 // TestDeadWorkerRescuedBeforeItsLeaseExpires: a worker that dies with
-// deliveries in flight loses them to a survivor as soon as its liveness lock
-// is gone, long before their lease (10 s timeout + 30 s margin) would run
-// out, while a worker that is alive but never finishes its sends keeps
-// every lease it holds. The clock is frozen, so lease expiry cannot be what
-// frees the rows.
+// leased deliveries (breaker probes, or rows an older version's worker
+// claimed) loses them to a survivor as soon as its liveness lock is gone,
+// long before their lease (10 s timeout + 30 s margin) would run out, while
+// a worker that is alive but never finishes its sends keeps every lease it
+// holds. The clock is frozen, so lease expiry cannot be what frees the rows.
 func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
@@ -62,29 +62,20 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 	e.events(20, "order.created", `{}`) // one delivery to each endpoint per event
 	clk := newClock()
 	ctx := context.Background()
-	exec := func(sql string, args ...any) {
+	lease := func(workerID string, endpointID int64) {
 		t.Helper()
-		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := e.pool.Exec(ctx, `UPDATE deliveries SET status = 'in_flight', lease_owner = $1, lease_expires_at = $2
+			WHERE endpoint_id = $3`, workerID, clk.Now().Add(40*time.Second), endpointID); err != nil {
 			t.Fatal(err)
 		}
-	}
-	claimAll := func(w *Worker, endpointID int64) []claimed {
-		t.Helper()
-		exec("UPDATE endpoints SET enabled = (id = $1)", endpointID)
-		rows, err := w.claim(ctx, 100, nil)
-		if err != nil || len(rows) != 20 {
-			t.Fatalf("%s claimed %d rows (%v), want 20", w.id, len(rows), err)
-		}
-		return rows
 	}
 
 	dead := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "dead" })
 	kill := e.alive(dead)
-	claimAll(dead, deadEP)
+	lease("dead", deadEP)
 	slow := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "slow" })
 	e.alive(slow)
-	claimAll(slow, slowEP)
-	exec("UPDATE endpoints SET enabled = true")
+	lease("slow", slowEP)
 
 	survivor := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
 	e.alive(survivor)
@@ -128,8 +119,9 @@ func TestDeadWorkerConfirmedTwice(t *testing.T) {
 	ctx := context.Background()
 	w := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "blinking" })
 	kill := e.alive(w)
-	if rows, err := w.claim(ctx, 100, nil); err != nil || len(rows) != 5 {
-		t.Fatalf("claimed %d (%v)", len(rows), err)
+	if _, err := e.pool.Exec(ctx, `UPDATE deliveries SET status = 'in_flight', lease_owner = 'blinking', lease_expires_at = $1`,
+		clk.Now().Add(40*time.Second)); err != nil {
+		t.Fatal(err)
 	}
 	survivor := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
 	e.alive(survivor)

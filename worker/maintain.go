@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -22,7 +23,8 @@ const (
 	refreshEvery   = 30 * time.Second // DESIGN: percentiles refreshed at least every 60 s
 	// notifyCheckEvery is how often the NOTIFY queue's fill is checked.
 	notifyCheckEvery = time.Minute
-	// replicaLiveFor is how long a heartbeat counts a replica as alive.
+	// replicaLiveFor is how long a heartbeat counts a replica as alive (with
+	// its liveness lock held: see WorkerOwnersLive).
 	replicaLiveFor = 20 * time.Second
 )
 
@@ -135,19 +137,16 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	}
 }
 
-// heartbeat records this replica and learns how many are alive.
+// heartbeat records this replica as alive, with what it holds in flight
+// (the pipeline summary reads it) and whether it is stopping.
 func (w *Worker) heartbeat(ctx context.Context) error {
-	now := w.now()
 	host, _ := os.Hostname()
-	if err := w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow()}); err != nil {
-		return err
-	}
-	n, err := w.q.WorkerLiveCount(ctx, now.Add(-replicaLiveFor))
-	if err != nil {
-		return err
-	}
-	w.replicas.Store(max(n, 1))
-	return nil
+	n, retries := w.held.counts()
+	w.own.mu.Lock()
+	draining := w.own.draining
+	w.own.mu.Unlock()
+	return w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow(),
+		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }
 
 // checkNotifyQueue warns while PostgreSQL's NOTIFY queue is too full for
@@ -164,7 +163,8 @@ func (w *Worker) checkNotifyQueue(ctx context.Context) {
 }
 
 // refreshLimits loads rate-limited endpoints into this replica's token
-// buckets, each with its share of the endpoint's rate.
+// buckets. Each endpoint's whole rate: only the worker that owns its shard
+// sends to it.
 func (w *Worker) refreshLimits(ctx context.Context) {
 	rows, err := w.q.EndpointRateLimits(ctx)
 	if err != nil {
@@ -174,21 +174,20 @@ func (w *Worker) refreshLimits(ctx context.Context) {
 		return
 	}
 	now := w.now()
-	replicas := int(w.replicas.Load())
 	keep := make(map[int64]bool, len(rows))
 	for _, r := range rows {
 		burst := 0
 		if r.Burst != nil {
 			burst = int(*r.Burst)
 		}
-		w.limits.Set(r.ID, ratelimit.Limit{PerSecond: r.RatePerSec, Burst: burst}, replicas, now)
+		w.limits.Set(r.ID, ratelimit.Limit{PerSecond: r.RatePerSec, Burst: burst}, 1, now)
 		keep[r.ID] = true
 	}
 	w.limits.Retain(keep)
 }
 
-// probe moves open breakers whose cooldown passed to half-open and sends
-// exactly one probe delivery for each.
+// probe moves open breakers of this worker's shards whose cooldown passed
+// to half-open and sends exactly one probe delivery for each.
 func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 	if err := w.startProbes(ctx); err != nil {
 		if ctx.Err() == nil {
@@ -196,10 +195,25 @@ func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 		}
 		return
 	}
-	rows, err := w.q.DeliveryClaimProbes(ctx, db.DeliveryClaimProbesParams{
-		Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id,
+	var rows []db.DeliveryClaimProbesRow
+	err := w.own.withSession(func(conn *pgx.Conn, shards []bool) error {
+		_, held := w.held.snapshot()
+		var err error
+		rows, err = db.New(conn).DeliveryClaimProbes(ctx, db.DeliveryClaimProbesParams{
+			Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id,
+			Shards: shards, HeldIds: held,
+		})
+		if err == nil {
+			for _, r := range rows {
+				w.held.add([]claimed{claimed(r)})
+			}
+		}
+		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoShards), errors.Is(err, errNoSession):
+		return
+	case err != nil:
 		if ctx.Err() == nil {
 			w.log.Error("claim breaker probes", "err", err)
 		}
@@ -212,9 +226,14 @@ func (w *Worker) probe(ctx context.Context, sendCtx context.Context) {
 	}
 }
 
-// startProbes moves the open breakers whose probe breaker.Policy says is
-// due to half-open, each only if no other replica moved it first.
+// startProbes moves the open breakers of this worker's shards whose probe
+// breaker.Policy says is due to half-open, each only if no other replica
+// moved it first.
 func (w *Worker) startProbes(ctx context.Context) error {
+	owned := w.own.claimable()
+	if owned.count() == 0 {
+		return nil
+	}
 	rows, err := w.q.EndpointHealthOpen(ctx)
 	if err != nil {
 		return err
@@ -223,6 +242,9 @@ func (w *Worker) startProbes(ctx context.Context) error {
 	var ids []int64
 	var opened []time.Time
 	for _, r := range rows {
+		if !owned[shardOf(r.EndpointID)] {
+			continue
+		}
 		h := breaker.Health{State: breaker.State(r.State), OpenedAt: deref(r.OpenedAt), Paused: r.Paused,
 			ConsecutiveFailures: int(r.ConsecutiveFailures), Cooldown: time.Duration(r.CooldownSeconds) * time.Second}
 		if _, due := w.breaker.StartProbe(h, now); due {

@@ -20,6 +20,7 @@ type Metrics struct {
 	flushErrors   prometheus.Counter
 	retainPasses  *prometheus.CounterVec
 	retainDeleted *prometheus.CounterVec
+	shards        prometheus.Gauge
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -60,8 +61,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hookline_retention_deleted_rows_total",
 			Help: "Rows retention deleted, by table (attempt partitions dropped whole are not counted).",
 		}, []string{"table"}),
+		shards: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookline_worker_shards_owned",
+			Help: "Shards of endpoints this replica owns and claims from (of 256; the live replicas divide them).",
+		}),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted)
+	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted, m.shards)
 	return m
 }
 
@@ -86,6 +91,13 @@ func (m *Metrics) observeRetained(table string, rows int64) {
 		return
 	}
 	m.retainDeleted.WithLabelValues(table).Add(float64(rows))
+}
+
+func (m *Metrics) observeShards(n int) {
+	if m == nil {
+		return
+	}
+	m.shards.Set(float64(n))
 }
 
 func (m *Metrics) observeClaim(d time.Duration, n int, err error) {

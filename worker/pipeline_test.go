@@ -85,8 +85,7 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 	// The generated claim statements run through it.
 	q := db.New(db.NewPipeline(conn))
 	_ = q.ClaimSettings(ctx)
-	_ = q.ClaimLock(ctx)
-	rows, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{WorkerID: "w", MaxRows: 10, LeaseMarginMs: 1000})
+	rows, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{MaxRows: 10})
 	if err != nil || len(rows) != 0 {
 		t.Fatalf("claim through the pipeline: %v %v", rows, err)
 	}

@@ -81,25 +81,74 @@ func TestInFlightCapIsShared(t *testing.T) {
 	}
 }
 
-// TestRescueAfterCrash claims deliveries with a worker that then "dies"
-// (never sends nor completes): after the lease, another replica rescues them,
-// records a lease_expired attempt, and delivers each one.
-func TestRescueAfterCrash(t *testing.T) {
+// TestCrashedWorkersClaimsGoToTheSurvivor: a worker claims deliveries and
+// then "dies" (never sends nor completes; its session ends): they are still
+// due in the table, and the survivor, which takes the dead worker's shards,
+// delivers each one once, with no attempt used by the crash. The crashed
+// worker's late results are fenced off.
+func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 1000, maxAttempts: 1, maxInFlight: 100})
 	e.events(30, "order.created", `{}`)
 	clk := newClock()
 	dead := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "crashed" })
+	kill := e.sole(dead)
 	rows, err := dead.claim(context.Background(), 100, nil)
 	if err != nil || len(rows) != 30 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'pending' AND attempt_count = 0 AND lease_owner IS NULL"); n != 30 {
+		t.Fatalf("a claim wrote to the table: %d of 30 deliveries still as queued", n)
+	}
+	kill()
+	if _, err := dead.claim(context.Background(), 100, nil); err == nil {
+		t.Fatal("a worker without its session claimed")
+	}
+	live := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
+	e.run(live)
+	e.waitFor("all delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 30 })
+	if got := rcv.count.Load(); got != 30 {
+		t.Fatalf("receiver got %d requests, want 30", got)
+	}
+	// max_attempts was 1, and the crash used no attempt.
+	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 1"); n != 30 {
+		t.Fatalf("deliveries with 1 attempt = %d, want 30", n)
+	}
+	// The crashed worker's late results are fenced off...
+	for i := range rows {
+		dead.results <- outcome{d: rows[i], finished: clk.Now(), res: sender.Result{Outcome: sender.Transient, StatusCode: 503, Started: clk.Now()}}
+	}
+	close(dead.results)
+	dead.completer()
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
+		t.Fatalf("stale results changed %d deliveries", n)
+	}
+	// ... and add no attempt.
+	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 30 {
+		t.Fatalf("attempt rows = %d, want 30", n)
+	}
+}
+
+// TestRescueOfLeasedRows: a delivery leased (a breaker probe, or a row an
+// older version's worker claimed) by a worker that stopped is rescued
+// after its lease: the lost attempt is recorded as lease_expired, counts
+// without exhausting the budget, and the delivery is sent.
+func TestRescueOfLeasedRows(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 1000, maxAttempts: 1, maxInFlight: 100})
+	e.events(30, "order.created", `{}`)
+	clk := newClock()
+	if _, err := e.pool.Exec(context.Background(), `UPDATE deliveries SET status = 'in_flight', lease_owner = 'crashed',
+		lease_expires_at = $1`, clk.Now().Add(31*time.Second)); err != nil {
+		t.Fatal(err)
 	}
 	live := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
 	if n, err := live.rescue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("rescued %d before the lease expired (%v)", n, err)
 	}
-	clk.Advance(31*time.Second + time.Second) // timeout 1 s + margin 30 s
+	clk.Advance(32 * time.Second)
 	if n, err := live.rescue(context.Background()); err != nil || n != 30 {
 		t.Fatalf("rescued %d, want 30 (%v)", n, err)
 	}
@@ -111,22 +160,8 @@ func TestRescueAfterCrash(t *testing.T) {
 	if got := rcv.count.Load(); got != 30 {
 		t.Fatalf("receiver got %d requests, want 30", got)
 	}
-	// max_attempts was 1: a crash must not use up the budget.
 	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 2"); n != 30 {
 		t.Fatalf("deliveries with 2 attempts (lost + delivered) = %d", n)
-	}
-	// The crashed worker's late results are fenced off.
-	for i := range rows {
-		dead.results <- outcome{d: rows[i], finished: clk.Now(), res: sender.Result{Outcome: sender.OK, StatusCode: 200, Started: clk.Now()}}
-	}
-	close(dead.results)
-	dead.completer()
-	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
-		t.Fatalf("stale results changed %d deliveries", n)
-	}
-	// ... and add no attempt: the lost one is already recorded as lease_expired.
-	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 60 {
-		t.Fatalf("attempt rows = %d, want 60 (30 lease_expired + 30 delivered)", n)
 	}
 }
 
@@ -159,8 +194,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 }
 
 // TestGracefulShutdownCancelsAfterGrace: sends still running when the grace
-// period ends are cancelled and returned to the queue, due now, without
-// using an attempt.
+// period ends are cancelled and left due, as they were, without using an
+// attempt.
 func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
@@ -185,8 +220,8 @@ func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
 	if took := time.Since(begin); took > 5*time.Second {
 		t.Fatalf("shutdown took %s with a 200 ms grace", took)
 	}
-	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'failed' AND attempt_count = 0 AND lease_expires_at IS NULL AND next_attempt_at <= now()"); n != 4 {
-		t.Fatalf("%d deliveries returned to the queue, want 4", n)
+	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'pending' AND attempt_count = 0 AND lease_expires_at IS NULL AND next_attempt_at <= now()"); n != 4 {
+		t.Fatalf("%d deliveries due again, want 4", n)
 	}
 	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 0 {
 		t.Fatalf("cancelled sends recorded %d attempts", n)
@@ -195,15 +230,16 @@ func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
 
 // TestQueuedTooLongGoesBackUnsent: a claimed delivery that waited in the
 // local queue for half the lease margin (every sender stuck on slow
-// partners) is not sent so late that it could outlive its lease: it goes
-// back to the queue due now, without using an attempt. So does one still
-// queued when the worker stops claiming.
+// partners) is not sent that late: it is left due, without using an
+// attempt, and no longer held. So is one still queued when the worker stops
+// claiming.
 func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, maxAttempts: 1})
 	e.events(3, "order.created", `{}`)
 	w := e.worker(nil)
+	e.sole(w)
 	rows, err := w.claim(context.Background(), 10, nil)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
@@ -230,14 +266,14 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 		if err := e.pool.QueryRow(context.Background(), "SELECT status, attempt_count FROM deliveries WHERE id = $1", rows[i].ID).Scan(&status, &attempts); err != nil {
 			t.Fatal(err)
 		}
-		if status != "failed" || attempts != 0 {
-			t.Fatalf("unsent delivery %d is %s with %d attempts, want failed (due again) with 0", i, status, attempts)
+		if status != "pending" || attempts != 0 {
+			t.Fatalf("unsent delivery %d is %s with %d attempts, want pending (due again) with 0", i, status, attempts)
 		}
 	}
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'"); n != 1 {
 		t.Fatalf("delivered = %d, want 1", n)
 	}
-	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'"); n != 0 {
-		t.Fatalf("%d left in flight", n)
+	if n, _ := w.held.counts(); n != 0 {
+		t.Fatalf("%d deliveries still held: the claim would skip them", n)
 	}
 }

@@ -37,7 +37,9 @@ func TestTransientFailuresBackOffUntilDead(t *testing.T) {
 	// (half of 30 s·2^(n-1)).
 	for n, gap := range []time.Duration{15 * time.Second, 30 * time.Second, 60 * time.Second} {
 		e.waitFor("attempt", func() bool { return rcv.count.Load() == int64(n+1) })
-		e.waitFor("failed state", func() bool { return e.delivery(ids[0]).Status == "failed" })
+		// A claim writes nothing: the delivery is "failed" (awaiting a
+		// retry) while the retry is sent, so wait for its attempt count.
+		e.waitFor("the attempt recorded", func() bool { return e.delivery(ids[0]).AttemptCount == int32(n+1) })
 		d := e.delivery(ids[0])
 		if want := clk.Now().Add(gap); !d.NextAttemptAt.Equal(want) {
 			t.Fatalf("after attempt %d next_attempt_at = %s, want %s", n+1, d.NextAttemptAt, want)

@@ -98,6 +98,7 @@ func TestLatencySamplesSurviveACrash(t *testing.T) {
 	ctx := context.Background()
 
 	crashed := e.worker(nil)
+	e.sole(crashed)
 	rows, err := crashed.claim(ctx, 100, nil)
 	if err != nil || len(rows) != 12 {
 		t.Fatalf("claimed %d (%v)", len(rows), err)

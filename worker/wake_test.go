@@ -32,18 +32,20 @@ func (e *env) notify(payload string) {
 	}
 }
 
-// settled waits until w listens and every look everywhere its start asked
-// for (the claim loop's first claim, the liveness lock, the listener: three)
-// has been made: from then on, with a long poll interval, only what the
-// test does makes w look everywhere.
+// settled waits until w owns every shard, listens, and every look
+// everywhere its start asked for (the claim loop's first claim, the
+// liveness lock, the listener, the shards taken: four) has been made: from
+// then on, with a long poll interval, only what the test does makes w look
+// everywhere.
 func (e *env) settled(w *Worker) {
 	e.t.Helper()
+	e.owning(w)
 	e.waitFor("the worker's LISTEN", func() bool {
 		return e.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookline_deliveries'") == 1
 	})
 	e.waitFor("the looks everywhere the start asked for", func() bool {
 		asked := w.hints.askedEverywhere()
-		return asked >= 3 && w.lookedFor.Load() >= asked
+		return asked >= 4 && w.lookedFor.Load() >= asked
 	})
 }
 

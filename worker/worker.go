@@ -1,10 +1,12 @@
 // Package worker is hookline's delivery engine. It claims due deliveries
-// from the PostgreSQL queue (committing the claim before any HTTP), sends
-// them concurrently as signed webhooks or postbacks, records every attempt
-// in batches, retries transient failures with full-jitter backoff, runs the
-// per-endpoint circuit breaker, and aggregates latency telemetry. Several
-// replicas may run against one database: claims never overlap, and every
-// state change that could race is a conditional update.
+// from the PostgreSQL queue (by reading them, from the shards of endpoints
+// it owns), sends them concurrently as signed webhooks or postbacks,
+// records every attempt in batches, retries transient failures with
+// full-jitter backoff, runs the per-endpoint circuit breaker, and
+// aggregates latency telemetry. Several replicas may run against one
+// database: each endpoint is owned by one of them at a time, so claims
+// never overlap, and every state change that could race is a conditional
+// update.
 //
 // The policies it applies are the pure packages beside it (backoff, breaker,
 // ratelimit, latency, signing, postback, ssrf, sender, request); this
@@ -53,8 +55,11 @@ type Config struct {
 	// PollInterval is the backstop when no notification arrives (default
 	// 1 s; DESIGN requires at most 1 s).
 	PollInterval time.Duration
-	// LeaseMargin is added to an endpoint's timeout to form the lease
-	// (default 30 s): past timeout+margin the worker is presumed dead.
+	// LeaseMargin is added to an endpoint's timeout to form a breaker
+	// probe's lease (default 30 s): past timeout+margin its worker is
+	// presumed dead. A claimed delivery waits in the local queue for at
+	// most half of it, and a result that cannot be recorded keeps its
+	// delivery from being claimed again for that long.
 	LeaseMargin time.Duration
 	// FlushInterval and FlushSize bound how long and how many results wait
 	// before one completion transaction (defaults 5 ms, 512).
@@ -136,7 +141,12 @@ type Worker struct {
 	id       string
 	metrics  *Metrics
 
-	busy atomic.Int64 // claimed deliveries not yet sent and recorded: queued or in flight
+	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
+	// held are the deliveries claimed whose results are not yet recorded,
+	// and own the shards this worker owns and the session it claims on
+	// (ownership.go).
+	held holdings
+	own  ownership
 	// claimPasses counts claim statements that looked at every endpoint
 	// and completed, and claimedRows the deliveries every claim and the
 	// breaker probes took (always updated first). They make "the worker
@@ -162,7 +172,6 @@ type Worker struct {
 	retainMu sync.Mutex
 	sweep    eventSweep
 	inflight sync.WaitGroup
-	replicas atomic.Int32
 
 	// Liveness (see liveness.go): the key of the advisory lock this worker
 	// holds while it runs, whether it holds it now (claims wait while it
@@ -260,7 +269,6 @@ func New(cfg Config) (*Worker, error) {
 		}
 		w.send, w.ownSend = s, true
 	}
-	w.replicas.Store(1)
 	return w, nil
 }
 
@@ -270,7 +278,8 @@ func setDefault[T int | int32 | time.Duration](v *T, def T) {
 	}
 }
 
-// ID is this replica's worker id (lease_owner of the rows it claims).
+// ID is this replica's worker id (in its heartbeat, and lease_owner of the
+// breaker probes it sends).
 func (w *Worker) ID() string { return w.id }
 
 // Run delivers until ctx is cancelled, then shuts down gracefully: it stops
@@ -326,9 +335,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.claimLoop(ctx)
 	close(w.queue) // the senders finish what they hold, release what is queued, and exit
 
-	// Shutdown. Nothing new is claimed from here on.
+	// Shutdown. Nothing new is claimed from here on; the shards go to the
+	// other workers as their deliveries here are recorded.
 	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.busy.Load(), "grace", w.cfg.ShutdownGrace)
 	bg.Wait()
+	w.own.drain()
+	if err := w.heartbeat(context.WithoutCancel(ctx)); err != nil {
+		w.log.Warn("heartbeat (draining)", "err", err)
+	}
 	sent := make(chan struct{})
 	go func() {
 		w.inflight.Wait()

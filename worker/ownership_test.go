@@ -1,0 +1,324 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAssignShards: every shard goes to exactly one live worker, the
+// shares are near even, and a worker joining takes shards only for itself
+// (none moves between the others), so ownership moves as little as it
+// can.
+func TestAssignShards(t *testing.T) {
+	ids := []string{"host-1-a1b2", "host-2-c3d4", "other-77-0001", "w4", "w5", "w6", "w7", "w8"}
+	assign := func(workers []string) map[string]shardSet {
+		out := map[string]shardSet{}
+		for i, w := range workers {
+			others := append(append([]string{}, workers[:i]...), workers[i+1:]...)
+			out[w] = assignShards(w, others)
+		}
+		return out
+	}
+	for n := 1; n <= len(ids); n++ {
+		t.Run(fmt.Sprintf("%d workers", n), func(t *testing.T) {
+			got := assign(ids[:n])
+			for s := range shardCount {
+				owners := 0
+				for _, set := range got {
+					if set[s] {
+						owners++
+					}
+				}
+				if owners != 1 {
+					t.Fatalf("shard %d has %d owners", s, owners)
+				}
+			}
+			fair := float64(shardCount) / float64(n)
+			for w, set := range got {
+				if c := float64(set.count()); c < fair*0.6 || c > fair*1.4 {
+					t.Errorf("%s owns %v shards of %d, fair share %.0f", w, c, shardCount, fair)
+				}
+			}
+			if n == len(ids) {
+				return
+			}
+			joined := assign(ids[:n+1])
+			for _, w := range ids[:n] {
+				for s := range shardCount {
+					if joined[w][s] && !got[w][s] {
+						t.Fatalf("shard %d moved to %s, which was already running, when %s joined", s, w, ids[n])
+					}
+				}
+			}
+		})
+	}
+}
+
+// shardLockHolders counts, for each shard lock held in the database, the
+// sessions holding it.
+func (e *env) shardLockHolders() map[int]int {
+	e.t.Helper()
+	rows, err := e.pool.Query(context.Background(), `SELECT objid::int, count(*)::int FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND granted GROUP BY objid`, shardLockClass)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]int{}
+	for rows.Next() {
+		var s, n int
+		if err := rows.Scan(&s, &n); err != nil {
+			e.t.Fatal(err)
+		}
+		out[s] = n
+	}
+	return out
+}
+
+// shardHolder is the backend pid of the session holding a shard's lock (0
+// when none does).
+func (e *env) shardHolder(shard int) int {
+	e.t.Helper()
+	return e.count(`SELECT coalesce(max(pid), 0)::int FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND objid = $2 AND granted`, shardLockClass, shard)
+}
+
+// sessionPID is the backend pid of w's liveness session (0 without one).
+func (w *Worker) sessionPID() int {
+	w.own.mu.Lock()
+	defer w.own.mu.Unlock()
+	if w.own.conn == nil {
+		return 0
+	}
+	return int(w.own.conn.PgConn().PID())
+}
+
+// TestShardsMoveWhenAWorkerDies: three live workers divide the shards,
+// each lock held by one session; when one dies (its session ends), the
+// other two take its shards at once, without waiting for anything to
+// expire, and keep their own.
+func TestShardsMoveWhenAWorkerDies(t *testing.T) {
+	e := newEnv(t)
+	a := e.worker(func(c *Config) { c.WorkerID = "a" })
+	b := e.worker(func(c *Config) { c.WorkerID = "b" })
+	c := e.worker(func(c *Config) { c.WorkerID = "c" })
+	e.alive(a)
+	killB := e.alive(b)
+	e.alive(c)
+	e.owning(a, b, c)
+	held := e.shardLockHolders()
+	if len(held) != shardCount {
+		t.Fatalf("%d shard locks held, want %d", len(held), shardCount)
+	}
+	for s, n := range held {
+		if n != 1 {
+			t.Fatalf("shard %d held by %d sessions", s, n)
+		}
+	}
+	aBefore, cBefore := a.own.claimable(), c.own.claimable()
+	start := time.Now()
+	killB()
+	e.owning(a, c)
+	t.Logf("the dead worker's shards moved %s after its session ended", time.Since(start).Round(time.Millisecond))
+	for s := range shardCount {
+		if (aBefore[s] && !a.own.claimable()[s]) || (cBefore[s] && !c.own.claimable()[s]) {
+			t.Fatalf("shard %d left a live worker when another died", s)
+		}
+	}
+}
+
+// TestShardGivenUpOnlyWhenDrained: when a second worker starts, the first
+// gives it its shards, but a shard only once every delivery it holds of
+// that shard has its result recorded: until then neither claims it, and
+// nothing is sent twice.
+func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the receiver closes, which waits for its handlers
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("webhook-id")+r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/moving" {
+			<-release
+		}
+	})
+	// An endpoint whose shard goes to b once b runs, and one that stays a's.
+	var moving, staying int64
+	for moving == 0 || staying == 0 {
+		path := "/moving"
+		if moving != 0 {
+			path = "/staying"
+		}
+		id, _ := e.endpoint(endpointOpts{url: rcv.URL + path, maxInFlight: 3})
+		switch toB := assignShards("b", []string{"a"})[shardOf(id)]; {
+		case toB && moving == 0:
+			moving = id
+		case !toB && moving != 0 && staying == 0:
+			staying = id
+		default:
+			if _, err := e.pool.Exec(context.Background(), "UPDATE endpoints SET enabled = false, url = url || '/unused' WHERE id = $1", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := e.worker(func(c *Config) { c.WorkerID = "a" })
+	e.run(a)
+	e.owning(a)
+	e.events(10, "order.created", `{}`)
+	e.waitFor("a's three sends to the moving endpoint held", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for k := range seen {
+			if strings.HasSuffix(k, "/moving") {
+				n++
+			}
+		}
+		return n == 3
+	})
+
+	b := e.worker(func(c *Config) { c.WorkerID = "b" })
+	e.run(b)
+	e.waitFor("a to stop claiming the moving endpoint's shard", func() bool { return !a.own.claimable()[shardOf(moving)] })
+	// a still holds the lock (its sends are out), so b cannot have it.
+	if pid, holder := a.sessionPID(), e.shardHolder(shardOf(moving)); holder != pid || b.own.claimable()[shardOf(moving)] {
+		t.Fatalf("the moving shard's lock is held by session %d (a's is %d) while a's sends to it are in flight", holder, pid)
+	}
+	e.waitFor("the staying endpoint delivered", func() bool {
+		return e.count("SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status = 'delivered'", staying) == 10
+	})
+	open()
+	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 20 })
+	if !b.own.claimable()[shardOf(moving)] {
+		t.Fatal("the moving shard did not reach b")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s received %d times", k, n)
+		}
+	}
+	if b.claimedRows.Load() == 0 {
+		t.Fatal("b claimed nothing: the handover did not happen while deliveries were due")
+	}
+}
+
+// TestSessionLostAndRetaken: a lone worker's liveness session is ended by
+// the server in the middle of a drain (as a PostgreSQL restart or a
+// dropped connection would), with sends to one endpoint held open by the
+// receiver. The worker claims nothing while it has no session, takes its
+// shards again with a new one, and since it still holds what it had
+// claimed, it does not claim the held sends again: nothing is sent twice.
+func TestSessionLostAndRetaken(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("webhook-id")+r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/held" {
+			<-release
+		}
+	})
+	e.endpoint(endpointOpts{url: rcv.URL + "/held", maxInFlight: 4})
+	for i := range 3 {
+		e.endpoint(endpointOpts{url: fmt.Sprintf("%s/ep%d", rcv.URL, i), maxInFlight: 16})
+	}
+	w := e.worker(nil)
+	e.run(w)
+	e.owning(w)
+	e.events(100, "order.created", `{}`)
+	e.waitFor("four sends held open", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for k := range seen {
+			if strings.HasSuffix(k, "/held") {
+				n++
+			}
+		}
+		return n == 4
+	})
+	old := w.sessionPID()
+	if n := e.count("SELECT count(pg_terminate_backend($1))::int", old); n != 1 {
+		t.Fatalf("terminated %d sessions", n)
+	}
+	e.waitFor("a new session owning every shard", func() bool {
+		pid := w.sessionPID()
+		return pid != 0 && pid != old && w.own.claimable().count() == shardCount
+	})
+	passes := w.claimPasses.Load()
+	e.waitFor("two claim passes on the new session", func() bool { return w.claimPasses.Load() >= passes+2 })
+	open()
+	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 400 })
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s received %d times", k, n)
+		}
+	}
+	if len(seen) != 400 {
+		t.Fatalf("%d deliveries received, want 400", len(seen))
+	}
+}
+
+// TestNoClaimsWhileAnOlderWorkerRuns: a worker of an older version claims
+// by leasing rows and knows nothing of shards; while one is alive (its
+// heartbeat without a claim protocol, its liveness lock held) a worker of
+// this version claims nothing, so the two never send the same delivery.
+// Once it stops, delivery starts.
+func TestNoClaimsWhileAnOlderWorkerRuns(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.endpoint(endpointOpts{url: rcv.URL})
+	ctx := context.Background()
+	const oldKey = 424242
+	if _, err := e.pool.Exec(ctx, `INSERT INTO worker_heartbeats (worker_id, lock_key) VALUES ('older', $1)`, oldKey); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", oldKey); err != nil {
+		t.Fatal(err)
+	}
+	e.events(3, "order.created", `{}`)
+	w := e.worker(nil)
+	e.run(w)
+	e.waitFor("the older worker seen", func() bool {
+		w.own.mu.Lock()
+		defer w.own.mu.Unlock()
+		return w.own.older && w.own.held.count() == shardCount // it takes the shard locks all the same
+	})
+	if _, err := w.claim(ctx, 10, nil); err != errNoShards {
+		t.Fatalf("claim beside an older worker: %v, want errNoShards", err)
+	}
+	if n := w.claimedRows.Load(); n != 0 || rcv.count.Load() != 0 {
+		t.Fatalf("claimed %d deliveries beside an older worker", n)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", oldKey); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("delivered once the older worker is gone", func() bool { return rcv.count.Load() == 3 })
+}
