@@ -170,3 +170,59 @@ func (q *Queries) WorkerOwnersLive(ctx context.Context, arg WorkerOwnersLivePara
 	}
 	return items, nil
 }
+
+const workerTerminateHung = `-- name: WorkerTerminateHung :many
+WITH hung AS MATERIALIZED (
+    SELECT h.worker_id, l.pid
+    FROM worker_heartbeats h
+    JOIN pg_catalog.pg_locks l ON l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+     AND l.classid = ((h.lock_key >> 32) & 4294967295)::oid
+     AND l.objid = (h.lock_key & 4294967295)::oid
+    WHERE h.worker_id <> $1::text
+      AND h.lock_key IS NOT NULL
+      AND h.last_seen_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8)
+      AND l.pid <> pg_backend_pid()
+)
+SELECT worker_id FROM hung WHERE pg_terminate_backend(pid)
+`
+
+type WorkerTerminateHungParams struct {
+	WorkerID         string
+	Now              *time.Time
+	HungAfterSeconds float64
+}
+
+// Ends the liveness sessions of workers that hold their liveness lock but
+// have written no heartbeat for @hung_after_seconds: a hung process (or a
+// frozen machine) whose connection PostgreSQL still takes for alive. A
+// worker writes its heartbeat from the loop that keeps its shards, so one
+// that stopped beating stopped managing them too; ending its session frees
+// its shards (and its liveness lock) for the others. A worker that wakes up
+// later finds its session gone and claims nothing until it has a new one.
+// Same-role sessions may be ended without superuser rights. Returns the
+// workers whose session was ended.
+//
+// The sessions are chosen in a materialised CTE and ended after it: in one
+// WHERE, pg_terminate_backend(l.pid) names pg_locks alone, and the planner
+// would push it down to the scan of pg_locks and end every session holding
+// any lock, this one included.
+func (q *Queries) WorkerTerminateHung(ctx context.Context, arg WorkerTerminateHungParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, workerTerminateHung, arg.WorkerID, arg.Now, arg.HungAfterSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var worker_id string
+		if err := rows.Scan(&worker_id); err != nil {
+			return nil, err
+		}
+		items = append(items, worker_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

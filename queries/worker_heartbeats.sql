@@ -50,6 +50,35 @@ WHERE worker_id <> @worker_id::text
   AND NOT pg_try_advisory_xact_lock(lock_key)
 ORDER BY worker_id;
 
+-- name: WorkerTerminateHung :many
+-- Ends the liveness sessions of workers that hold their liveness lock but
+-- have written no heartbeat for @hung_after_seconds: a hung process (or a
+-- frozen machine) whose connection PostgreSQL still takes for alive. A
+-- worker writes its heartbeat from the loop that keeps its shards, so one
+-- that stopped beating stopped managing them too; ending its session frees
+-- its shards (and its liveness lock) for the others. A worker that wakes up
+-- later finds its session gone and claims nothing until it has a new one.
+-- Same-role sessions may be ended without superuser rights. Returns the
+-- workers whose session was ended.
+--
+-- The sessions are chosen in a materialised CTE and ended after it: in one
+-- WHERE, pg_terminate_backend(l.pid) names pg_locks alone, and the planner
+-- would push it down to the scan of pg_locks and end every session holding
+-- any lock, this one included.
+WITH hung AS MATERIALIZED (
+    SELECT h.worker_id, l.pid
+    FROM worker_heartbeats h
+    JOIN pg_catalog.pg_locks l ON l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+     AND l.classid = ((h.lock_key >> 32) & 4294967295)::oid
+     AND l.objid = (h.lock_key & 4294967295)::oid
+    WHERE h.worker_id <> @worker_id::text
+      AND h.lock_key IS NOT NULL
+      AND h.last_seen_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @hung_after_seconds::float8)
+      AND l.pid <> pg_backend_pid()
+)
+SELECT worker_id FROM hung WHERE pg_terminate_backend(pid);
+
 -- name: WorkerHeartbeatDelete :exec
 -- At shutdown: removes this worker's heartbeat and any an hour stale, so
 -- the live count drops at once.

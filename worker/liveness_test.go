@@ -26,9 +26,9 @@ func (e *env) alive(w *Worker) (kill func()) {
 	case <-time.After(10 * time.Second):
 		e.t.Fatal("liveness lock not held within 10 s")
 	}
-	if err := w.heartbeat(context.Background()); err != nil {
-		e.t.Fatal(err)
-	}
+	e.waitFor("the worker's heartbeat", func() bool {
+		return e.count("SELECT count(*) FROM worker_heartbeats WHERE worker_id = $1", w.id) == 1
+	})
 	var once sync.Once
 	kill = func() {
 		once.Do(func() {

@@ -17,10 +17,13 @@ import (
 // Periods of the maintenance loop.
 const (
 	probeEvery     = time.Second
-	heartbeatEvery = 5 * time.Second
-	rescueEvery    = 5 * time.Second
-	latencyEvery   = 5 * time.Second  // DESIGN: flushed at least every 10 s
-	refreshEvery   = 30 * time.Second // DESIGN: percentiles refreshed at least every 60 s
+	heartbeatEvery = 5 * time.Second // also how often rate limits are reloaded
+	// hungAfter is how long a worker may hold its liveness lock without a
+	// heartbeat before the others end its session (WorkerTerminateHung).
+	hungAfter    = time.Minute
+	rescueEvery  = 5 * time.Second
+	latencyEvery = 5 * time.Second  // DESIGN: flushed at least every 10 s
+	refreshEvery = 30 * time.Second // DESIGN: percentiles refreshed at least every 60 s
 	// notifyCheckEvery is how often the NOTIFY queue's fill is checked.
 	notifyCheckEvery = time.Minute
 	// replicaLiveFor is how long a heartbeat counts a replica as alive (with
@@ -77,7 +80,7 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
-	var lastProbe, lastBeat, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
+	var lastProbe, lastLimits, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
 	analyzed := false // deliveries and events have been analyzed once (analyzeYoung)
 	for {
 		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
@@ -102,11 +105,8 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 				}
 			}
 		}
-		if now.Sub(lastBeat) >= heartbeatEvery {
-			lastBeat = now
-			if err := w.heartbeat(ctx); err != nil && ctx.Err() == nil {
-				w.log.Warn("heartbeat", "err", err)
-			}
+		if now.Sub(lastLimits) >= heartbeatEvery {
+			lastLimits = now
 			w.refreshLimits(ctx)
 		}
 		if now.Sub(lastRescue) >= rescueEvery {
@@ -138,14 +138,13 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 }
 
 // heartbeat records this replica as alive, with what it holds in flight
-// (the pipeline summary reads it) and whether it is stopping.
-func (w *Worker) heartbeat(ctx context.Context) error {
+// (the pipeline summary reads it) and whether it is stopping. The session
+// loop writes it (reconcile), so a heartbeat that stops coming means the
+// loop that keeps the shards has stopped (WorkerTerminateHung).
+func (w *Worker) heartbeat(ctx context.Context, q *db.Queries, draining bool) error {
 	host, _ := os.Hostname()
 	n, retries := w.held.counts()
-	w.own.mu.Lock()
-	draining := w.own.draining
-	w.own.mu.Unlock()
-	return w.q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow(),
+	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow(),
 		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }
 

@@ -125,6 +125,10 @@ type ownership struct {
 	// alive. Nothing is claimed until it is gone.
 	older    bool
 	draining bool // this worker is stopping: it gives every shard up
+	// beat is when the session last wrote this worker's heartbeat, and
+	// beatDraining what it said of draining.
+	beat         time.Time
+	beatDraining bool
 }
 
 var (
@@ -181,7 +185,7 @@ func (o *ownership) claimable() shardSet {
 // on; detach forgets it (its locks end with it).
 func (o *ownership) attach(conn *pgx.Conn) {
 	o.mu.Lock()
-	o.conn, o.held, o.leaving = conn, shardSet{}, shardSet{}
+	o.conn, o.held, o.leaving, o.beat = conn, shardSet{}, shardSet{}, time.Time{}
 	o.mu.Unlock()
 }
 
@@ -214,6 +218,19 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 		return false, errNoSession
 	}
 	q := db.New(o.conn)
+	if time.Since(o.beat) >= heartbeatEvery || o.draining != o.beatDraining {
+		if err := w.heartbeat(ctx, q, o.draining); err != nil {
+			return false, err
+		}
+		o.beat, o.beatDraining = time.Now(), o.draining
+		hung, err := q.WorkerTerminateHung(ctx, db.WorkerTerminateHungParams{WorkerID: w.id, Now: w.dbNow(), HungAfterSeconds: hungAfter.Seconds()})
+		if err != nil {
+			return false, err
+		}
+		if len(hung) > 0 {
+			w.log.Warn("ended the sessions of workers that held their liveness lock without a heartbeat: hung; their shards are free", "workers", hung, "after", hungAfter)
+		}
+	}
 	live, err := q.WorkerOwnersLive(ctx, db.WorkerOwnersLiveParams{WorkerID: w.id, Now: w.dbNow(), LiveForSeconds: replicaLiveFor.Seconds()})
 	if err != nil {
 		return false, err

@@ -8,6 +8,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/db"
 )
 
 // TestAssignShards: every shard goes to exactly one live worker, the
@@ -321,4 +325,75 @@ func TestNoClaimsWhileAnOlderWorkerRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("delivered once the older worker is gone", func() bool { return rcv.count.Load() == 3 })
+}
+
+// TestHungWorkerLosesItsShards: a worker that holds its liveness lock and
+// its shards but has stopped writing heartbeats (its process hung, its
+// machine froze, its connection still open) would keep its endpoints from
+// every other worker for good. After hungAfter without a heartbeat the
+// others end its session, which frees its shards; a worker whose heartbeat
+// is fresh is left alone however long it holds its shards.
+func TestHungWorkerLosesItsShards(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// Two sessions standing for workers: one hung (its last heartbeat two
+	// minutes old), one alive (a fresh heartbeat), each holding its
+	// liveness lock and half the shards.
+	session := func(id string, key int64, seen string, shards []int32) *pgxpool.Conn {
+		t.Helper()
+		conn, err := e.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Conn().Close(context.Background()); conn.Release() })
+		if _, err := e.pool.Exec(ctx, `INSERT INTO worker_heartbeats (worker_id, lock_key, claim_protocol, last_seen_at)
+			VALUES ($1, $2, 2, now() - $3::interval)`, id, key, seen); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.New(conn).ShardLockTry(ctx, db.ShardLockTryParams{Shards: shards, Class: shardLockClass}); err != nil || len(got) != len(shards) {
+			t.Fatalf("%s took %d of %d shards: %v", id, len(got), len(shards), err)
+		}
+		return conn
+	}
+	var even, odd []int32
+	for s := range int32(shardCount) {
+		if s%2 == 0 {
+			even = append(even, s)
+		} else {
+			odd = append(odd, s)
+		}
+	}
+	hung := session("hung", 1001, "2 minutes", even)
+	hungPID := hung.Conn().PgConn().PID()
+	fresh := session("fresh", 1002, "0 seconds", odd)
+	freshPID := fresh.Conn().PgConn().PID()
+
+	w := e.worker(func(c *Config) { c.WorkerID = "w" })
+	e.alive(w)
+	// The hung worker no longer counts as live, so its shards are divided
+	// between w and the fresh one; w takes its part of them.
+	mine := assignShards("w", []string{"fresh"})
+	e.waitFor("w's part of the hung worker's shards", func() bool {
+		owned := w.own.claimable()
+		for _, s := range even {
+			if mine[s] && !owned[s] {
+				return false
+			}
+		}
+		return true
+	})
+	if n := e.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", hungPID); n != 0 {
+		t.Fatal("the hung worker's session is still open")
+	}
+	if n := e.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", freshPID); n != 1 {
+		t.Fatal("the session of a worker with a fresh heartbeat was ended")
+	}
+	for _, s := range odd {
+		if w.own.claimable()[s] {
+			t.Fatalf("shard %d taken from a worker whose heartbeat is fresh", s)
+		}
+	}
 }

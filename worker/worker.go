@@ -311,9 +311,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("liveness lock not held yet; claiming starts once it is")
 	}
 
-	if err := w.heartbeat(ctx); err != nil {
-		w.log.Warn("first heartbeat failed; continuing", "err", err)
-	}
 	w.refreshLimits(ctx)
 
 	completerDone := make(chan struct{})
@@ -339,10 +336,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// other workers as their deliveries here are recorded.
 	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.busy.Load(), "grace", w.cfg.ShutdownGrace)
 	bg.Wait()
-	w.own.drain()
-	if err := w.heartbeat(context.WithoutCancel(ctx)); err != nil {
-		w.log.Warn("heartbeat (draining)", "err", err)
-	}
+	w.own.drain() // the session loop says so in the heartbeat at once
 	sent := make(chan struct{})
 	go func() {
 		w.inflight.Wait()
