@@ -206,9 +206,9 @@ type queued struct {
 
 // sendLoop is one of Concurrency senders: it sends queued deliveries until
 // the queue is closed. A delivery still queued when claiming has stopped
-// (shutdown), or queued for half the lease margin (every sender stuck on
-// slow partners), goes back to the queue unsent and without using an
-// attempt, so a send never starts late enough to outlive its lease.
+// (shutdown), or queued for half of LeaseMargin (every sender stuck on slow
+// partners), is not sent and uses no attempt: it is left due (and no
+// longer held), so a send never starts that late.
 func (w *Worker) sendLoop(claimCtx, sendCtx context.Context) {
 	for q := range w.queue {
 		var o outcome

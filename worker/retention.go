@@ -21,7 +21,7 @@ import (
 // 3,000 deliveries/s a pass deleted about 45,000 of the 170,000
 // deliveries a minute brought).
 // Passes run on their own goroutine, so a long one never holds up the
-// maintenance loop's heartbeats, probes and rescues. One replica at a time
+// maintenance loop's probes and rescues. One replica at a time
 // runs a pass (RetentionLockTry); the others skip their turn.
 func (w *Worker) retainLoop(ctx context.Context) {
 	for {

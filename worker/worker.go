@@ -184,7 +184,7 @@ type Worker struct {
 	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
 	// the final flush retries against an unreachable database.
 	shutdownDeadline atomic.Int64
-	unrecorded       atomic.Int64 // results given up on (their leases will be rescued)
+	unrecorded       atomic.Int64 // results given up on (their deliveries are sent again)
 }
 
 // New validates cfg and builds a Worker.
@@ -284,7 +284,8 @@ func (w *Worker) ID() string { return w.id }
 
 // Run delivers until ctx is cancelled, then shuts down gracefully: it stops
 // claiming, lets in-flight sends finish within ShutdownGrace (cancelling the
-// rest), records every result, returns anything still leased to the queue
+// rest, which stay due), records every result, gives its shards to the
+// other workers as they drain, returns any probe still leased to the queue
 // (due now), flushes telemetry, and returns nil.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.ownSend {
@@ -295,9 +296,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
 
-	// The liveness lock is held until Run returns, past ctx: while this
-	// worker finishes its sends and records them, no replica may take it
-	// for dead and send its deliveries again.
+	// The liveness session is held until Run returns, past ctx: while this
+	// worker finishes its sends and records them, no replica may take its
+	// shards, or it for dead, and send its deliveries again.
 	liveCtx, stopLiveness := context.WithCancel(context.WithoutCancel(ctx))
 	held := make(chan struct{})
 	var liveness sync.WaitGroup
