@@ -134,11 +134,18 @@ func (n planNode) scansOf(relation string) []string {
 	return out
 }
 
+// seed is how seedDeliveries fills the queue: every delivery in status
+// (delivered ones with delivered_at), every pendingEvery-th of them
+// pending instead and every leasedEvery-th leased to worker w1 as a probe
+// is (0: none).
+type seed struct {
+	status                    string
+	pendingEvery, leasedEvery int
+}
+
 // seedDeliveries fills a fresh database with endpoints × events
-// deliveries, all in status (delivered ones with delivered_at), every
-// inFlightEvery-th of them leased to worker w1 instead (0: none), and
-// analyzes it.
-func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, status string, inFlightEvery int) {
+// deliveries as s says, and analyzes it.
+func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, s seed) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), fmt.Sprintf(`
 		INSERT INTO partners (name) VALUES ('plan');
@@ -149,9 +156,11 @@ func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, sta
 		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, %d);
 		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, delivered_at)
 		SELECT ev.id, e.id, 5, '%s', CASE WHEN '%[3]s' = 'delivered' THEN now() END FROM events ev, endpoints e;
+		UPDATE deliveries SET status = 'pending', delivered_at = NULL
+		WHERE %[4]d > 0 AND id %% greatest(%[4]d, 1) = 1 %% greatest(%[4]d, 1);
 		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
-		WHERE %[4]d > 0 AND id %% greatest(%[4]d, 1) = 0;
-		ANALYZE;`, endpoints, events, status, inFlightEvery)); err != nil {
+		WHERE %[5]d > 0 AND id %% greatest(%[5]d, 1) = 0;
+		ANALYZE;`, endpoints, events, s.status, s.pendingEvery, s.leasedEvery)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -168,10 +177,7 @@ func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, sta
 func TestCompletionPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	seedDeliveries(t, pool, 50, 2000, "delivered", 300)
-	if _, err := pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', delivered_at = NULL WHERE id % 30 = 1; ANALYZE deliveries`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 50, 2000, seed{status: "delivered", pendingEvery: 30, leasedEvery: 300})
 	var ids []int64
 	var counts []int32
 	var owners []string
@@ -236,10 +242,7 @@ func TestCompletionPlan(t *testing.T) {
 func TestClaimPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	seedDeliveries(t, pool, 200, 500, "delivered", 0)
-	if _, err := pool.Exec(ctx, `UPDATE deliveries SET status = 'pending', delivered_at = NULL WHERE id % 50 = 0; ANALYZE deliveries`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 200, 500, seed{status: "delivered", pendingEvery: 50})
 	var heldEndpoints, heldIDs []int64
 	if err := pool.QueryRow(ctx, `SELECT array_agg(endpoint_id), array_agg(id)
 		FROM (SELECT endpoint_id, id FROM deliveries WHERE status = 'pending' ORDER BY id LIMIT 300) s`).Scan(&heldEndpoints, &heldIDs); err != nil {
@@ -321,7 +324,7 @@ func TestFanOutPlan(t *testing.T) {
 func TestNotifyPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	seedDeliveries(t, pool, 100, 20, "pending", 0)
+	seedDeliveries(t, pool, 100, 20, seed{status: "pending"})
 	events := make([]uuid.UUID, 10)
 	for i := range events {
 		events[i] = uuid.New()

@@ -136,27 +136,70 @@ func TestShardsMoveWhenAWorkerDies(t *testing.T) {
 	}
 }
 
+// onceReceiver counts every delivery it receives (by webhook-id and path)
+// and holds requests to one path open until open is called (or the test
+// ends, so that a failing test does not hang on its own receiver).
+type onceReceiver struct {
+	*receiver
+	mu      sync.Mutex
+	seen    map[string]int
+	release chan struct{}
+	once    sync.Once
+}
+
+func (e *env) onceReceiver(heldPath string) *onceReceiver {
+	e.t.Helper()
+	r := &onceReceiver{receiver: newReceiver(e.t), seen: map[string]int{}, release: make(chan struct{})}
+	e.t.Cleanup(r.open) // before the receiver closes, which waits for its handlers
+	r.setHandler(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.seen[req.Header.Get("webhook-id")+req.URL.Path]++
+		r.mu.Unlock()
+		if heldPath != "" && req.URL.Path == heldPath {
+			<-r.release
+		}
+	})
+	return r
+}
+
+func (r *onceReceiver) open() { r.once.Do(func() { close(r.release) }) }
+
+// at is how many distinct deliveries to paths ending in suffix arrived.
+func (r *onceReceiver) at(suffix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k := range r.seen {
+		if strings.HasSuffix(k, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// eachOnce fails the test unless every delivery arrived exactly once and
+// want of them arrived.
+func (r *onceReceiver) eachOnce(t *testing.T, want int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, n := range r.seen {
+		if n != 1 {
+			t.Fatalf("%s received %d times", k, n)
+		}
+	}
+	if len(r.seen) != want {
+		t.Fatalf("%d deliveries received, want %d", len(r.seen), want)
+	}
+}
+
 // TestShardGivenUpOnlyWhenDrained: when a second worker starts, the first
 // gives it its shards, but a shard only once every delivery it holds of
 // that shard has its result recorded: until then neither claims it, and
 // nothing is sent twice.
 func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 	e := newEnv(t)
-	rcv := newReceiver(t)
-	release := make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(open) // before the receiver closes, which waits for its handlers
-	var mu sync.Mutex
-	seen := map[string]int{}
-	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen[r.Header.Get("webhook-id")+r.URL.Path]++
-		mu.Unlock()
-		if r.URL.Path == "/moving" {
-			<-release
-		}
-	})
+	rcv := e.onceReceiver("/moving")
 	// An endpoint whose shard goes to b once b runs, and one that stays a's.
 	var moving, staying int64
 	for moving == 0 || staying == 0 {
@@ -180,17 +223,7 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 	e.run(a)
 	e.owning(a)
 	e.events(10, "order.created", `{}`)
-	e.waitFor("a's three sends to the moving endpoint held", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for k := range seen {
-			if strings.HasSuffix(k, "/moving") {
-				n++
-			}
-		}
-		return n == 3
-	})
+	e.waitFor("a's three sends to the moving endpoint held", func() bool { return rcv.at("/moving") == 3 })
 
 	b := e.worker(func(c *Config) { c.WorkerID = "b" })
 	e.run(b)
@@ -202,18 +235,12 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 	e.waitFor("the staying endpoint delivered", func() bool {
 		return e.count("SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status = 'delivered'", staying) == 10
 	})
-	open()
+	rcv.open()
 	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 20 })
 	if !b.own.claimable()[shardOf(moving)] {
 		t.Fatal("the moving shard did not reach b")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for k, n := range seen {
-		if n != 1 {
-			t.Fatalf("%s received %d times", k, n)
-		}
-	}
+	rcv.eachOnce(t, 20)
 	if b.claimedRows.Load() == 0 {
 		t.Fatal("b claimed nothing: the handover did not happen while deliveries were due")
 	}
@@ -227,21 +254,7 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 // claimed, it does not claim the held sends again: nothing is sent twice.
 func TestSessionLostAndRetaken(t *testing.T) {
 	e := newEnv(t)
-	rcv := newReceiver(t)
-	release := make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(open)
-	var mu sync.Mutex
-	seen := map[string]int{}
-	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen[r.Header.Get("webhook-id")+r.URL.Path]++
-		mu.Unlock()
-		if r.URL.Path == "/held" {
-			<-release
-		}
-	})
+	rcv := e.onceReceiver("/held")
 	e.endpoint(endpointOpts{url: rcv.URL + "/held", maxInFlight: 4})
 	for i := range 3 {
 		e.endpoint(endpointOpts{url: fmt.Sprintf("%s/ep%d", rcv.URL, i), maxInFlight: 16})
@@ -250,17 +263,7 @@ func TestSessionLostAndRetaken(t *testing.T) {
 	e.run(w)
 	e.owning(w)
 	e.events(100, "order.created", `{}`)
-	e.waitFor("four sends held open", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for k := range seen {
-			if strings.HasSuffix(k, "/held") {
-				n++
-			}
-		}
-		return n == 4
-	})
+	e.waitFor("four sends held open", func() bool { return rcv.at("/held") == 4 })
 	old := w.sessionPID()
 	if n := e.count("SELECT count(pg_terminate_backend($1))::int", old); n != 1 {
 		t.Fatalf("terminated %d sessions", n)
@@ -271,18 +274,9 @@ func TestSessionLostAndRetaken(t *testing.T) {
 	})
 	passes := w.claimPasses.Load()
 	e.waitFor("two claim passes on the new session", func() bool { return w.claimPasses.Load() >= passes+2 })
-	open()
+	rcv.open()
 	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 400 })
-	mu.Lock()
-	defer mu.Unlock()
-	for k, n := range seen {
-		if n != 1 {
-			t.Fatalf("%s received %d times", k, n)
-		}
-	}
-	if len(seen) != 400 {
-		t.Fatalf("%d deliveries received, want 400", len(seen))
-	}
+	rcv.eachOnce(t, 400)
 }
 
 // TestNoClaimsWhileAnOlderWorkerRuns: a worker of an older version claims

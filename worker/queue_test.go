@@ -15,15 +15,7 @@ import (
 // receiver: every delivery arrives exactly once.
 func TestReplicasNeverDoubleSend(t *testing.T) {
 	e := newEnv(t)
-	rcv := newReceiver(t)
-	var mu sync.Mutex
-	seen := map[string]int{}
-	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen[r.Header.Get("webhook-id")+r.URL.Path]++
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})
+	rcv := e.onceReceiver("")
 	for i := range 4 {
 		e.endpoint(endpointOpts{url: fmt.Sprintf("%s/ep%d", rcv.URL, i), maxInFlight: 50})
 	}
@@ -35,17 +27,7 @@ func TestReplicasNeverDoubleSend(t *testing.T) {
 	e.waitFor("2000 deliveries", func() bool {
 		return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 2000
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	dups := 0
-	for _, n := range seen {
-		if n > 1 {
-			dups++
-		}
-	}
-	if dups != 0 || len(seen) != 2000 {
-		t.Fatalf("%d distinct deliveries received, %d duplicated", len(seen), dups)
-	}
+	rcv.eachOnce(t, 2000)
 	if n := e.count("SELECT count(DISTINCT d.id) FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id"); n != 2000 {
 		t.Fatalf("attempted deliveries = %d", n)
 	}
