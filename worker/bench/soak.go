@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,11 @@ type SoakInterval struct {
 	Enqueue    Percentiles      // enqueue to first attempt, for its events
 	TableBytes map[string]int64 // soakTables' total sizes at its end
 	RSS        int64            // this process's resident memory at its end
+	// GoHeap is the Go heap's live and unswept objects at its end, GoHeld
+	// all the memory the Go runtime holds from the OS and has not returned
+	// (heap, stacks, its own): with RSS, they tell growth in Go's objects
+	// from growth outside them.
+	GoHeap, GoHeld int64
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -76,6 +82,7 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 			}
 			n := sent()
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
+			iv.GoHeap, iv.GoHeld = goMemory()
 			prev = n
 			for _, table := range soakTables {
 				var b int64
@@ -179,6 +186,11 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 		}
 		fmt.Fprintf(out, " %9s\n", mib(iv.RSS))
 	}
+	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
+	for _, iv := range got {
+		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
+	}
+	fmt.Fprintf(out, " MiB\n")
 	if len(got) >= 2 {
 		first, last := got[0], got[len(got)-1]
 		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, RSS %s\n",
@@ -205,6 +217,25 @@ func ratio(a, b float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", a/b)
+}
+
+// goMemory reads the Go heap's objects and all the memory the runtime
+// holds and has not returned to the OS (runtime/metrics, no stop of the
+// world).
+func goMemory() (heap, held int64) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(samples)
+	v := func(i int) int64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(samples[i].Value.Uint64())
+	}
+	return v(0), v(1) - v(2)
 }
 
 // rss is this process's resident memory in bytes (Linux), 0 when unknown.
