@@ -144,7 +144,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 func (w *Worker) heartbeat(ctx context.Context, q *db.Queries, draining bool) error {
 	host, _ := os.Hostname()
 	n, retries := w.held.counts()
-	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), Now: w.dbNow(),
+	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), // the database's clock: see reconcile
 		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }
 

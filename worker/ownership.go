@@ -223,7 +223,10 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 			return false, err
 		}
 		o.beat, o.beatDraining = time.Now(), o.draining
-		hung, err := q.WorkerTerminateHung(ctx, db.WorkerTerminateHungParams{WorkerID: w.id, Now: w.dbNow(), HungAfterSeconds: hungAfter.Seconds()})
+		// Liveness is in real time: heartbeats and their age use the
+		// database's clock (Now nil) even under a test's injected one,
+		// which jumps.
+		hung, err := q.WorkerTerminateHung(ctx, db.WorkerTerminateHungParams{WorkerID: w.id, HungAfterSeconds: hungAfter.Seconds()})
 		if err != nil {
 			return false, err
 		}
@@ -231,7 +234,7 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 			w.log.Warn("ended the sessions of workers that held their liveness lock without a heartbeat: hung; their shards are free", "workers", hung, "after", hungAfter)
 		}
 	}
-	live, err := q.WorkerOwnersLive(ctx, db.WorkerOwnersLiveParams{WorkerID: w.id, Now: w.dbNow(), LiveForSeconds: replicaLiveFor.Seconds()})
+	live, err := q.WorkerOwnersLive(ctx, db.WorkerOwnersLiveParams{WorkerID: w.id, LiveForSeconds: replicaLiveFor.Seconds()})
 	if err != nil {
 		return false, err
 	}

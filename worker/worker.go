@@ -370,6 +370,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.flushLatency(final); err != nil {
 		w.log.Error("flush latency at shutdown", "err", err)
 	}
+	// Everything is recorded: the session (with whatever shard locks are
+	// left) may end, and then the heartbeat it would otherwise write again.
+	stopLiveness()
+	liveness.Wait()
 	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.id, Now: w.dbNow()}); err != nil {
 		w.log.Warn("remove heartbeat", "err", err)
 	}
