@@ -259,3 +259,48 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 		t.Fatalf("%d deliveries still held: the claim would skip them", n)
 	}
 }
+
+// TestUnstorableResultIsSentAgainLater: a result PostgreSQL refuses (here
+// an error text with a NUL byte, which no text column takes) fails its
+// whole batch; the batch is split until the lone failure is found, the
+// others are recorded, and the refused delivery, still due in the table,
+// stays held for LeaseMargin before it is claimed again, rather than being
+// claimed and sent again at once, in a loop if its result can never be
+// stored.
+func TestUnstorableResultIsSentAgainLater(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.endpoint(endpointOpts{url: rcv.URL})
+	e.events(3, "order.created", `{}`)
+	w := e.worker(func(c *Config) { c.LeaseMargin = 300 * time.Millisecond })
+	e.sole(w)
+	ctx := context.Background()
+	rows, err := w.claim(ctx, 10, nil)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	now := time.Now()
+	batch := make([]outcome, len(rows))
+	for i := range rows {
+		batch[i] = outcome{d: rows[i], finished: now, res: sender.Result{Outcome: sender.Transient, StatusCode: 503, Error: "503", Started: now}}
+	}
+	batch[1].res.Error = "bad \x00 byte"
+	for i := range batch {
+		w.results <- batch[i]
+	}
+	close(w.results)
+	w.completer()
+	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 1"); n != 2 {
+		t.Fatalf("%d results recorded, want the 2 storable ones", n)
+	}
+	if again, err := w.claim(ctx, 10, nil); err != nil || len(again) != 0 {
+		t.Fatalf("the refused delivery was claimed again at once: %d rows, %v", len(again), err)
+	}
+	e.waitFor("the refused delivery claimable again", func() bool {
+		again, err := w.claim(ctx, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(again) == 1 && again[0].ID == rows[1].ID
+	})
+}
