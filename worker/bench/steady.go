@@ -525,8 +525,11 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 			}
 			if measuredBatch {
 				m.events += len(ids)
-				m.calls = append(m.calls, at.Sub(posted))
+				// A soak reports by interval from the tables, and keeps
+				// nothing per call or event: its RSS is the worker's, not
+				// a record growing with the traffic.
 				if o.Soak == 0 {
+					m.calls = append(m.calls, at.Sub(posted))
 					m.ids = append(m.ids, ids...)
 					for _, id := range ids {
 						m.committed[id] = at
