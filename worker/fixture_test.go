@@ -383,6 +383,11 @@ func (e *env) owning(workers ...*Worker) {
 	})
 }
 
+// inThisDatabase limits a read of pg_locks to the test's own database: the
+// view is cluster-wide, and other tests hold the same advisory keys in
+// databases of their own on the same server.
+const inThisDatabase = "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
 func (e *env) count(query string, args ...any) int {
 	e.t.Helper()
 	var n int

@@ -39,7 +39,7 @@ func (e *env) alive(w *Worker) (kill func()) {
 			// closed session, a moment after the client returns: wait
 			// until it is observably free, as it is after a real death.
 			e.waitFor("the liveness lock released", func() bool {
-				return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1
+				return e.count(`SELECT count(*) FROM pg_locks WHERE `+inThisDatabase+` AND locktype = 'advisory' AND objsubid = 1
 					AND classid::bigint = $1 AND objid::bigint = $2`, int64(uint32(key>>32)), int64(uint32(key))) == 0
 			})
 		})

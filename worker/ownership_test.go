@@ -63,12 +63,12 @@ func TestAssignShards(t *testing.T) {
 	}
 }
 
-// shardLockHolders counts, for each shard lock held in the database, the
+// shardLockHolders counts, for each shard lock held in the test's database, the
 // sessions holding it.
 func (e *env) shardLockHolders() map[int]int {
 	e.t.Helper()
 	rows, err := e.pool.Query(context.Background(), `SELECT objid::int, count(*)::int FROM pg_locks
-		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND granted GROUP BY objid`, shardLockClass)
+		WHERE `+inThisDatabase+` AND locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND granted GROUP BY objid`, shardLockClass)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (e *env) shardLockHolders() map[int]int {
 func (e *env) shardHolder(shard int) int {
 	e.t.Helper()
 	return e.count(`SELECT coalesce(max(pid), 0)::int FROM pg_locks
-		WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND objid = $2 AND granted`, shardLockClass, shard)
+		WHERE `+inThisDatabase+` AND locktype = 'advisory' AND objsubid = 2 AND classid = $1 AND objid = $2 AND granted`, shardLockClass, shard)
 }
 
 // sessionPID is the backend pid of w's liveness session (0 without one).

@@ -141,7 +141,7 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 	raced := make(chan error, 1)
 	go func() { _, err := insert(); raced <- err }()
 	e.waitFor("the insert to wait for the default partition", func() bool {
-		return e.count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'delivery_attempts_default'::regclass`) == 1
+		return e.count(`SELECT count(*) FROM pg_locks WHERE `+inThisDatabase+` AND NOT granted AND relation = 'delivery_attempts_default'::regclass`) == 1
 	})
 	if err := makePartition(ctx, tx, day, day.Add(partitionDay)); err != nil {
 		t.Fatal(err)

@@ -254,7 +254,7 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.RetainNow(ctx) }()
 	e.waitFor("RetainNow waiting for the lock", func() bool {
-		return e.count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+		return e.count("SELECT count(*) FROM pg_locks WHERE "+inThisDatabase+" AND locktype = 'advisory' AND NOT granted") == 1
 	})
 	if n := e.count("SELECT count(*) FROM deliveries"); n != 100 {
 		t.Fatalf("a pass that waits for the lock deleted %d deliveries before it had it", 100-n)

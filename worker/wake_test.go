@@ -41,7 +41,7 @@ func (e *env) settled(w *Worker) {
 	e.t.Helper()
 	e.owning(w)
 	e.waitFor("the worker's LISTEN", func() bool {
-		return e.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookline_deliveries'") == 1
+		return e.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN hookline_deliveries'") == 1
 	})
 	e.waitFor("the looks everywhere the start asked for", func() bool {
 		asked := w.hints.askedEverywhere()
