@@ -27,8 +27,15 @@ import (
 // order (see applyBreaker). When all
 // flushers are busy and a batch is full, senders wait (backpressure). It
 // returns after w.results is closed and everything received is recorded.
+//
+// A batch's storage is FlushSize outcomes (about 200 KiB at the default
+// 512), and at a steady rate a batch closes with a handful in it every few
+// milliseconds: batches are reused once recorded, through spare, rather
+// than made anew (they were a quarter of all the process allocated at
+// 3,000 deliveries/s, and the garbage collector ran eight times a second).
 func (w *Worker) completer() {
 	batches := make(chan []outcome)
+	spare := make(chan []outcome, w.cfg.Flushers+1)
 	var flushers sync.WaitGroup
 	for range w.cfg.Flushers {
 		flushers.Go(func() {
@@ -48,6 +55,11 @@ func (w *Worker) completer() {
 				}
 				w.hints.add(ids...)
 				signal(w.freed)
+				clear(b) // no payload outlives its batch
+				select {
+				case spare <- b[:0]:
+				default:
+				}
 			}
 		})
 	}
@@ -78,7 +90,11 @@ func (w *Worker) completer() {
 				continue
 			}
 			if len(batch) == 0 {
-				batch = make([]outcome, 0, w.cfg.FlushSize)
+				select {
+				case batch = <-spare:
+				default:
+					batch = make([]outcome, 0, w.cfg.FlushSize)
+				}
 				timer.Reset(w.cfg.FlushInterval)
 			}
 			batch = append(batch, o)
@@ -279,7 +295,6 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	// Metrics and rate-limit pauses only after commit and only for what
 	// this commit recorded, so neither a retried batch nor a stale result
 	// is counted twice.
-	recorded := make([]outcome, 0, len(applied))
 	for i := range batch {
 		o := &batch[i]
 		if o.res.ErrorClass == sender.ClassCanceled {
@@ -292,9 +307,8 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			w.log.Warn("result not recorded: the delivery has moved on (another worker took it over with its shard, rescue took a probe's lease, or an earlier try of this batch recorded it)", "delivery_id", o.d.ID)
 			continue
 		}
-		recorded = append(recorded, *o)
+		w.metrics.observeOutcome(o)
 	}
-	w.metrics.observeOutcomes(recorded)
 	return nil
 }
 

@@ -119,22 +119,17 @@ func (m *Metrics) observeFlush(d time.Duration, err error) {
 	m.flushDuration.Observe(d.Seconds())
 }
 
-func (m *Metrics) observeOutcomes(batch []outcome) {
-	if m == nil {
+// observeOutcome counts one recorded attempt.
+func (m *Metrics) observeOutcome(o *outcome) {
+	if m == nil || o.res.ErrorClass == sender.ClassCanceled {
 		return
 	}
-	for i := range batch {
-		o := &batch[i]
-		if o.res.ErrorClass == sender.ClassCanceled {
-			continue
-		}
-		class := o.res.ErrorClass
-		if class == "" {
-			class = "none"
-		}
-		m.attempts.WithLabelValues(string(o.res.Outcome), class).Inc()
-		if o.sent() {
-			m.duration.WithLabelValues(string(o.res.Outcome)).Observe(o.res.Duration.Seconds())
-		}
+	class := o.res.ErrorClass
+	if class == "" {
+		class = "none"
+	}
+	m.attempts.WithLabelValues(string(o.res.Outcome), class).Inc()
+	if o.sent() {
+		m.duration.WithLabelValues(string(o.res.Outcome)).Observe(o.res.Duration.Seconds())
 	}
 }
