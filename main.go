@@ -1000,6 +1000,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	ingesters := fs.Int("ingesters", 8, "with -rate: ingest transactions in flight at once, as concurrent API requests")
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
+	timelineFile := fs.String("timeline", "", "with -rate: write each second's latency (event created to the receiver, p50, p99, max) to this CSV file")
 	retain := fs.Duration("retain-delivered", 0, "with -soak: keep delivered deliveries and their events this long (at least three intervals) instead of 7 days, so retention deletes within the soak")
 	return func() (runFunc, error) {
 		if *sink != "" {
@@ -1012,6 +1013,9 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				return bench.Sink(ctx, *sink, o.ReceiverDelay, std.out)
 			}, nil
+		}
+		if *timelineFile != "" && *rate == 0 {
+			return nil, errors.New("--timeline goes with --rate")
 		}
 		if o.Processes && (*rate != 0 || *eventLog) {
 			return nil, errors.New("--processes adds a row to the drain; it does not go with --rate or --eventlog")
@@ -1038,11 +1042,21 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
-				_, err := bench.Steady(ctx, bench.SteadyOptions{
+				so := bench.SteadyOptions{
 					Rate: *rate, Duration: *duration, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
-				}, std.out)
-				return err
+				}
+				if *timelineFile == "" {
+					_, err := bench.Steady(ctx, so, std.out)
+					return err
+				}
+				f, err := os.Create(*timelineFile)
+				if err != nil {
+					return fmt.Errorf("--timeline: %w", err)
+				}
+				so.Timeline = f
+				_, err = bench.Steady(ctx, so, std.out)
+				return errors.Join(err, f.Close())
 			}, nil
 		}
 		if *eventLog {

@@ -64,6 +64,10 @@ type SteadyOptions struct {
 	// each interval's latencies are also read during the run, two
 	// intervals after it began, before retention can take its rows.
 	RetainDelivered time.Duration
+	// Timeline, when set, receives the run's latency second by second as
+	// CSV, measured at the receiver (see timeline.go), from the measured
+	// window's start (a soak's first interval) to the end of the drain.
+	Timeline io.Writer
 	// retentionEvery overrides the worker's retention period (tests).
 	retentionEvery time.Duration
 }
@@ -195,7 +199,7 @@ func (a *arrivals) get(id, path string) (time.Time, bool) {
 
 // newTimingReceiver is the loopback partner of newReceiver that also
 // notes each request's arrival time under its webhook-id.
-func newTimingReceiver(delay time.Duration, arr *arrivals) (*receiver, error) {
+func newTimingReceiver(delay time.Duration, arr *arrivals, tl *timeline) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -205,6 +209,7 @@ func newTimingReceiver(delay time.Duration, arr *arrivals) (*receiver, error) {
 		now := time.Now()
 		_, _ = io.Copy(io.Discard, req.Body)
 		arr.add(req.Header.Get(signing.HeaderID), req.URL.Path, now)
+		tl.add(req.Header.Get(signing.HeaderID), now)
 		if delay > 0 {
 			time.Sleep(delay)
 		}
@@ -239,7 +244,11 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if o.Soak == 0 {
 		arr = &arrivals{at: map[string]time.Time{}}
 	}
-	rcv, err := newTimingReceiver(o.ReceiverDelay, arr)
+	var tl *timeline
+	if o.Timeline != nil {
+		tl = &timeline{}
+	}
+	rcv, err := newTimingReceiver(o.ReceiverDelay, arr, tl)
 	if err != nil {
 		return r, err
 	}
@@ -276,9 +285,13 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		<-workerDone
 	}()
 
+	windowStart := time.Now().Add(o.Warmup)
+	if tl != nil {
+		tl.begin(windowStart)
+	}
 	var soak *soakSampler
 	if o.Soak > 0 {
-		soak = startSoakSampler(ctx, pool, o.Soak, time.Now().Add(o.Warmup), rcv.count.Load, o.RetainDelivered > 0)
+		soak = startSoakSampler(ctx, pool, o.Soak, windowStart, rcv.count.Load, o.RetainDelivered > 0)
 	}
 	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
 	if soak != nil {
@@ -332,6 +345,11 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		}
 	}
 	r.Drain = time.Since(postedAt)
+	if tl != nil {
+		if err := tl.write(o.Timeline); err != nil {
+			return r, fmt.Errorf("write the timeline: %w", err)
+		}
+	}
 	if soak != nil {
 		return r, soak.report(ctx, pool, &r, out)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -17,10 +18,10 @@ import (
 // matched to its first attempt and its arrival at the receiver, and the
 // percentiles are positive and ordered.
 func TestSteadySmall(t *testing.T) {
-	var out bytes.Buffer
+	var out, timeline bytes.Buffer
 	r, err := Steady(context.Background(), SteadyOptions{
 		Rate: 200, Duration: 2 * time.Second, Warmup: 300 * time.Millisecond,
-		Endpoints: 4, Batch: 10, Concurrency: 32, DatabaseURL: dbtest.URL(t),
+		Endpoints: 4, Batch: 10, Concurrency: 32, DatabaseURL: dbtest.URL(t), Timeline: &timeline,
 	}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -60,6 +61,38 @@ func TestSteadySmall(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The timeline counts every delivery of the measured window (and the
+	// warm-up's that arrived after it began), second by second.
+	arrived := checkTimeline(t, timeline.String())
+	if arrived < r.Deliveries || arrived > r.Deliveries+4*r.WarmupEvents {
+		t.Fatalf("the timeline counts %d arrivals; the window had %d deliveries and the warm-up %d\n%s", arrived, r.Deliveries, 4*r.WarmupEvents, timeline.String())
+	}
+}
+
+// checkTimeline checks a timeline's CSV (a header, then one row a second,
+// with ordered percentiles where anything arrived) and returns the
+// arrivals it counts.
+func checkTimeline(t *testing.T, csv string) int {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	if len(lines) < 2 || lines[0] != "second,arrivals,p50_ms,p99_ms,max_ms" {
+		t.Fatalf("timeline:\n%s", csv)
+	}
+	total := 0
+	for i, line := range lines[1:] {
+		var sec, n int
+		var p50, p99, most float64
+		if k, _ := fmt.Sscanf(line, "%d,%d,", &sec, &n); k != 2 || sec != i {
+			t.Fatalf("timeline row %d: %q", i, line)
+		}
+		if n > 0 {
+			if k, err := fmt.Sscanf(line, "%d,%d,%g,%g,%g", &sec, &n, &p50, &p99, &most); k != 5 || err != nil || p50 <= 0 || p50 > p99 || p99 > most {
+				t.Fatalf("timeline row %d: %q", i, line)
+			}
+		}
+		total += n
+	}
+	return total
 }
 
 // TestSteadySpread: with Spread each event makes one delivery, and the
