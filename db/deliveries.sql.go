@@ -470,9 +470,11 @@ func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) 
 
 const retentionDeleteDelivered = `-- name: RetentionDeleteDelivered :many
 DELETE FROM deliveries
-WHERE id IN (SELECT id FROM deliveries
-             WHERE status = 'delivered' AND delivered_at < $1::timestamptz
-             LIMIT $2::int)
+WHERE id = ANY (ARRAY(
+    SELECT id FROM deliveries
+    WHERE status = 'delivered' AND delivered_at < $1::timestamptz
+    ORDER BY delivered_at
+    LIMIT $2::int))
 RETURNING event_id
 `
 
@@ -481,9 +483,15 @@ type RetentionDeleteDeliveredParams struct {
 	BatchSize int32
 }
 
-// Retention: deletes a batch of deliveries delivered before the cutoff. Dead
-// letters are kept: they are the debugging dataset. Attempts go by their own
-// retention. Returns the deleted deliveries' events, for RetentionDeleteEventsOf.
+// Retention: deletes a batch of the deliveries delivered longest ago, before
+// the cutoff. Dead letters are kept: they are the debugging dataset.
+// Attempts go by their own retention. Returns the deleted deliveries'
+// events, for RetentionDeleteEventsOf.
+// The batch is picked through deliveries_delivered, oldest first, and
+// deleted by primary key from an array: written as id IN (subquery), the
+// planner hashed the batch against a scan of the whole table, so every
+// batch read all of deliveries (244 ms for 5,000 rows of 540,000, against
+// 24 ms by key) and retention slowed as the table grew (TestRetentionPlan).
 func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
 	if err != nil {

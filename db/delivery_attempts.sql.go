@@ -240,7 +240,10 @@ func (q *Queries) AttemptPartitionsBefore(ctx context.Context, before time.Time)
 
 const retentionDeleteAttempts = `-- name: RetentionDeleteAttempts :execrows
 DELETE FROM delivery_attempts_default
-WHERE id IN (SELECT id FROM delivery_attempts_default WHERE started_at < $1::timestamptz LIMIT $2::int)
+WHERE id = ANY (ARRAY(
+    SELECT id FROM delivery_attempts_default
+    WHERE started_at < $1::timestamptz
+    LIMIT $2::int))
 `
 
 type RetentionDeleteAttemptsParams struct {
@@ -252,7 +255,9 @@ type RetentionDeleteAttemptsParams struct {
 // no partition when they were written: a batch of those started before the
 // cutoff. The days' partitions go whole (worker/partitions.go). Every
 // retention delete runs in small batches, each its own short transaction,
-// so delivery never waits behind one giant DELETE.
+// so delivery never waits behind one giant DELETE. The batch is deleted by
+// key from an array, never hashed against a scan of the partition (see
+// RetentionDeleteDelivered).
 func (q *Queries) RetentionDeleteAttempts(ctx context.Context, arg RetentionDeleteAttemptsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteAttempts, arg.Before, arg.BatchSize)
 	if err != nil {

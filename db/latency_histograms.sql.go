@@ -305,10 +305,10 @@ func (q *Queries) LatencySlotsWrite(ctx context.Context, arg LatencySlotsWritePa
 
 const retentionDeleteHistograms = `-- name: RetentionDeleteHistograms :execrows
 DELETE FROM latency_histograms
-WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
-    SELECT endpoint_id, resolution_seconds, bucket_start FROM latency_histograms
+WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM latency_histograms
     WHERE resolution_seconds = ANY($1::int[]) AND bucket_start < $2::timestamptz
-    LIMIT $3::int)
+    LIMIT $3::int))
 `
 
 type RetentionDeleteHistogramsParams struct {
@@ -318,7 +318,11 @@ type RetentionDeleteHistogramsParams struct {
 }
 
 // Retention: deletes a batch of histogram rows of the given resolutions
-// older than the cutoff (each group of resolutions has its own window).
+// older than the cutoff (each group of resolutions has its own window),
+// found through latency_histograms_slot and deleted by their row
+// addresses, never hashed against a scan of the table (see
+// RetentionDeleteDelivered). A row a flush updates meanwhile has moved and
+// is left for the next batch.
 func (q *Queries) RetentionDeleteHistograms(ctx context.Context, arg RetentionDeleteHistogramsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, retentionDeleteHistograms, arg.Resolutions, arg.Before, arg.BatchSize)
 	if err != nil {

@@ -405,3 +405,47 @@ func (n planNode) relationsLike(prefix string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestRetentionPlan: retention picks each batch of delivered deliveries
+// through deliveries_delivered, oldest first, and deletes it by primary
+// key, under custom and generic plans alike, on a table where every row is
+// past the cutoff. Written as id IN (subquery), the planner hashed the
+// batch against a scan of the whole table, so every batch read all of
+// deliveries and retention slowed as the table grew; histogram rows are
+// likewise deleted by their addresses, not by a join.
+func TestRetentionPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	seedDeliveries(t, pool, 50, 2000, seed{status: "delivered", pendingEvery: 30})
+	before := time.Now().Add(time.Hour)
+
+	var stmt captured
+	if _, err := db.New(&stmt).RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: before, BatchSize: 5000}); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		got := explain(t, pool, stmt, mode).scansOf("deliveries")
+		slices.Sort(got)
+		if len(got) != 2 || !strings.HasPrefix(got[0], "Index Scan on deliveries_delivered by (delivered_at < ") || got[1] != "Index Scan on deliveries_pkey by (id = ANY ($0))" {
+			t.Errorf("RetentionDeleteDelivered (%s): deliveries read by %s, want an Index Scan on deliveries_delivered by delivered_at and one on deliveries_pkey by (id = ANY ($0))",
+				mode, strings.Join(got, ", "))
+		}
+	}
+
+	// A day of minute and 15-minute slots for every endpoint.
+	if _, err := pool.Exec(ctx, `INSERT INTO latency_histograms (endpoint_id, resolution_seconds, bucket_start)
+		SELECT e.id, r, now() - interval '1 second' * r * i
+		FROM endpoints e, (VALUES (60), (900)) v(r), generate_series(1, 1440 / (r / 60)) i;
+		ANALYZE latency_histograms`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.New(&stmt).RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{60, 900}, Before: before, BatchSize: 5000}); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		got := explain(t, pool, stmt, mode).scansOf("latency_histograms")
+		if len(got) != 2 || !slices.Contains(got, "Tid Scan") {
+			t.Errorf("RetentionDeleteHistograms (%s): latency_histograms read by %s, want a Tid Scan for the delete", mode, strings.Join(got, ", "))
+		}
+	}
+}

@@ -48,9 +48,14 @@ LIMIT @row_limit::int;
 -- no partition when they were written: a batch of those started before the
 -- cutoff. The days' partitions go whole (worker/partitions.go). Every
 -- retention delete runs in small batches, each its own short transaction,
--- so delivery never waits behind one giant DELETE.
+-- so delivery never waits behind one giant DELETE. The batch is deleted by
+-- key from an array, never hashed against a scan of the partition (see
+-- RetentionDeleteDelivered).
 DELETE FROM delivery_attempts_default
-WHERE id IN (SELECT id FROM delivery_attempts_default WHERE started_at < @before::timestamptz LIMIT @batch_size::int);
+WHERE id = ANY (ARRAY(
+    SELECT id FROM delivery_attempts_default
+    WHERE started_at < @before::timestamptz
+    LIMIT @batch_size::int));
 
 -- name: AttemptPartitionRanges :many
 -- The ranges of started_at that the partitions of delivery_attempts cover

@@ -88,9 +88,13 @@ ORDER BY bucket_start;
 
 -- name: RetentionDeleteHistograms :execrows
 -- Retention: deletes a batch of histogram rows of the given resolutions
--- older than the cutoff (each group of resolutions has its own window).
+-- older than the cutoff (each group of resolutions has its own window),
+-- found through latency_histograms_slot and deleted by their row
+-- addresses, never hashed against a scan of the table (see
+-- RetentionDeleteDelivered). A row a flush updates meanwhile has moved and
+-- is left for the next batch.
 DELETE FROM latency_histograms
-WHERE (endpoint_id, resolution_seconds, bucket_start) IN (
-    SELECT endpoint_id, resolution_seconds, bucket_start FROM latency_histograms
+WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM latency_histograms
     WHERE resolution_seconds = ANY(@resolutions::int[]) AND bucket_start < @before::timestamptz
-    LIMIT @batch_size::int);
+    LIMIT @batch_size::int));
