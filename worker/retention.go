@@ -113,26 +113,32 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 		w.log.Warn("attempt partitions", "err", err)
 	}
 	deadline := time.Now().Add(r.Budget)
+	// Events go in the steps below, counted here and logged once a pass,
+	// not once a batch.
+	var withLast, swept int64
 	steps := []struct {
 		name string
 		run  func() (int64, error)
+		// scans: run counts the rows it scanned, not those it deleted;
+		// the step's deletions are logged below, with the other events.
+		scans bool
 	}{
-		{"attempts outside the day partitions", func() (int64, error) {
+		{name: "attempts outside the day partitions", run: func() (int64, error) {
 			n, err := q.RetentionDeleteAttempts(ctx, db.RetentionDeleteAttemptsParams{Before: now.Add(-r.Attempts), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("delivery_attempts", n)
 			return n, err
 		}},
-		{"minute histograms", func() (int64, error) {
+		{name: "minute histograms", run: func() (int64, error) {
 			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resMinute, resSlot}, Before: now.Add(-r.MinuteHistograms), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
-		{"hourly histograms", func() (int64, error) {
+		{name: "hourly histograms", run: func() (int64, error) {
 			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resHour}, Before: now.Add(-r.HourlyHistograms), BatchSize: int32(r.Batch)})
 			w.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
-		{"delivered deliveries", func() (int64, error) {
+		{name: "delivered deliveries", run: func() (int64, error) {
 			// An event goes with its last delivery: looked up by id, so
 			// no scan passes over the events kept for dead letters.
 			events, err := q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: int32(r.Batch)})
@@ -142,16 +148,26 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			w.metrics.observeRetained("deliveries", int64(len(events)))
 			slices.SortFunc(events, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 			n, err := q.RetentionDeleteEventsOf(ctx, db.RetentionDeleteEventsOfParams{Ids: slices.Compact(events), Before: now.Add(-r.Delivered)})
-			if err == nil && n > 0 {
+			if err == nil {
 				w.metrics.observeRetained("events", n)
-				w.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", n)
+				withLast += n
 			}
 			return int64(len(events)), err
 		}},
-		{"events without deliveries", func() (int64, error) {
-			return w.sweepEvents(ctx, q, now.Add(-r.Delivered))
-		}},
+		{name: "events without deliveries", run: func() (int64, error) {
+			scanned, deleted, err := w.sweepEvents(ctx, q, now.Add(-r.Delivered))
+			swept += deleted
+			return scanned, err
+		}, scans: true},
 	}
+	defer func() {
+		if withLast > 0 {
+			w.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", withLast)
+		}
+		if swept > 0 {
+			w.log.Info("retention deleted rows", "what", "events without deliveries", "rows", swept)
+		}
+	}()
 	// Dashboard sessions expire after 8 h idle or 7 days (web); rows past
 	// that are dead weight. Swept here, the one housekeeping loop.
 	if n, err := q.UserSessionDeleteExpired(ctx, db.UserSessionDeleteExpiredParams{
@@ -189,7 +205,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			done = n < int64(r.Batch)
 		}
 		behind = behind || !done
-		if total > 0 {
+		if total > 0 && !s.scans {
 			w.log.Info("retention deleted rows", "what", s.name, "rows", total)
 		}
 	}
@@ -211,22 +227,19 @@ const sweepResetEvery = 24 * time.Hour
 // sweepEvents deletes one batch of events older than before that have no
 // delivery (none was made, or a filter took none), moving the sweep's
 // cursor past everything it scanned. It reports how many it scanned, so a
-// pass goes on while there is more to scan.
-func (w *Worker) sweepEvents(ctx context.Context, q *db.Queries, before time.Time) (int64, error) {
+// pass goes on while there is more to scan, and how many it deleted.
+func (w *Worker) sweepEvents(ctx context.Context, q *db.Queries, before time.Time) (scanned, deleted int64, err error) {
 	if time.Since(w.sweep.startedAt) > sweepResetEvery {
 		w.sweep = eventSweep{startedAt: time.Now()}
 	}
 	r, err := q.RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{
 		Before: before, AfterCreatedAt: w.sweep.createdAt, AfterID: w.sweep.id, BatchSize: int32(w.cfg.Retention.Batch)})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w.sweep.createdAt, w.sweep.id = r.LastCreatedAt, r.LastID
-	if r.Deleted > 0 {
-		w.metrics.observeRetained("events", r.Deleted)
-		w.log.Info("retention deleted rows", "what", "events without deliveries", "rows", r.Deleted)
-	}
-	return r.Scanned, nil
+	w.metrics.observeRetained("events", r.Deleted)
+	return r.Scanned, r.Deleted, nil
 }
 
 // eventSweep is where the events sweep has got to (the last event it

@@ -1,8 +1,13 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +93,50 @@ func TestRetentionCatchesUp(t *testing.T) {
 		if got := counterValue(t, metrics.retainDeleted.WithLabelValues(table)); got != n {
 			t.Fatalf("deleted %s counted %v, want %d", table, got, n)
 		}
+	}
+}
+
+// TestRetentionLogsOncePerPass: a pass logs each kind of row it deleted
+// once, with its total, however many batches it took (at 3,000 deliveries
+// a second a pass takes 36 batches, and logged a line for each).
+func TestRetentionLogsOncePerPass(t *testing.T) {
+	e := newEnv(t)
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	ctx := context.Background()
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	e.oldDelivered(epID, 1200, old)
+	if _, err := e.pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
+		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 700)`, old); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	w := e.worker(func(c *Config) {
+		c.Retention.Batch = 500
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]float64{}
+	for line := range strings.Lines(logs.String()) {
+		var rec struct {
+			Msg, What string
+			Rows      float64
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if rec.Msg == "retention deleted rows" {
+			got[rec.What] = append(got[rec.What], rec.Rows)
+		}
+	}
+	want := map[string][]float64{
+		"delivered deliveries":            {1200},
+		"events with their last delivery": {1200},
+		"events without deliveries":       {700},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("logged %v, want %v\n%s", got, want, logs.String())
 	}
 }
 
