@@ -70,16 +70,7 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 			return
 		}
 		prev := sent()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for k := 1; ; k++ {
-			select {
-			case <-t.C:
-			case <-s.done:
-				return
-			case <-ctx.Done():
-				return
-			}
+		sample := func(k int) {
 			n := sent()
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
 			iv.GoHeap, iv.GoHeld = goMemory()
@@ -101,6 +92,24 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 			s.got = append(s.got, iv)
 			maps.Copy(s.early, lat)
 			s.mu.Unlock()
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for k := 1; ; k++ {
+			select {
+			case <-t.C:
+			case <-s.done:
+				// The run ends as its last interval does: stop and the
+				// last tick come together, and whichever came first, the
+				// last interval is sampled (it was lost when stop won).
+				if time.Since(start) >= time.Duration(k)*every-every/10 {
+					sample(k)
+				}
+				return
+			case <-ctx.Done():
+				return
+			}
+			sample(k)
 		}
 	})
 	return s
