@@ -105,10 +105,7 @@ func TestRetentionLogsOncePerPass(t *testing.T) {
 	ctx := context.Background()
 	old := time.Now().Add(-8 * 24 * time.Hour)
 	e.oldDelivered(epID, 1200, old)
-	if _, err := e.pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
-		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 700)`, old); err != nil {
-		t.Fatal(err)
-	}
+	e.oldUndelivered(700, old)
 	var logs bytes.Buffer
 	w := e.worker(func(c *Config) {
 		c.Retention.Batch = 500
@@ -150,10 +147,7 @@ func TestRetentionStepsAllMove(t *testing.T) {
 	old := time.Now().Add(-8 * 24 * time.Hour)
 	e.oldDelivered(epID, 1200, old)
 	// Older than the rest, so the sweep's first batch reaches them.
-	if _, err := e.pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
-		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, 10)`, old.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	e.oldUndelivered(10, old.Add(-time.Hour))
 	w := e.worker(func(c *Config) { c.Retention.Budget = time.Nanosecond; c.Retention.Batch = 500 })
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
@@ -329,6 +323,16 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	}
 	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock(7270736904)"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// oldUndelivered adds n events of type "unsubscribed" that no delivery was
+// made for, all created at.
+func (e *env) oldUndelivered(n int, at time.Time) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (id, type, payload, created_at)
+		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, $2)`, at, n); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
