@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hookline/hookline/worker/sender"
 )
 
 // Metrics are the worker's Prometheus collectors: what this replica did.
@@ -119,9 +117,10 @@ func (m *Metrics) observeFlush(d time.Duration, err error) {
 	m.flushDuration.Observe(d.Seconds())
 }
 
-// observeOutcome counts one recorded attempt.
+// observeOutcome counts one recorded attempt (flush passes no canceled
+// send: those record nothing).
 func (m *Metrics) observeOutcome(o *outcome) {
-	if m == nil || o.res.ErrorClass == sender.ClassCanceled {
+	if m == nil {
 		return
 	}
 	class := o.res.ErrorClass
