@@ -67,10 +67,8 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 // pass, not a whole period later, until retention has caught up.
 func TestRetentionCatchesUp(t *testing.T) {
 	e := newEnv(t)
-	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
-	old := time.Now().Add(-8 * 24 * time.Hour)
 	const n = 4000 // eight batches of 500; a pass of a few ms deletes one or two
-	e.oldDelivered(epID, n, old)
+	e.pastRetention(n)
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := e.worker(func(c *Config) {
 		c.Retention.Every = time.Hour // without catching up, one pass in the whole test
@@ -101,10 +99,8 @@ func TestRetentionCatchesUp(t *testing.T) {
 // a second a pass takes 36 batches, and logged a line for each).
 func TestRetentionLogsOncePerPass(t *testing.T) {
 	e := newEnv(t)
-	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
-	old := time.Now().Add(-8 * 24 * time.Hour)
-	e.oldDelivered(epID, 1200, old)
+	old := e.pastRetention(1200)
 	e.oldUndelivered(700, old)
 	var logs bytes.Buffer
 	w := e.worker(func(c *Config) {
@@ -142,10 +138,8 @@ func TestRetentionLogsOncePerPass(t *testing.T) {
 // never had a delivery.
 func TestRetentionStepsAllMove(t *testing.T) {
 	e := newEnv(t)
-	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
-	old := time.Now().Add(-8 * 24 * time.Hour)
-	e.oldDelivered(epID, 1200, old)
+	old := e.pastRetention(1200)
 	// Older than the rest, so the sweep's first batch reaches them.
 	e.oldUndelivered(10, old.Add(-time.Hour))
 	w := e.worker(func(c *Config) { c.Retention.Budget = time.Nanosecond; c.Retention.Batch = 500 })
@@ -273,10 +267,8 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // it; a pass that ends releases it.
 func TestRetentionOneReplicaAtATime(t *testing.T) {
 	e := newEnv(t)
-	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	ctx := context.Background()
-	old := time.Now().Add(-8 * 24 * time.Hour)
-	e.oldDelivered(epID, 100, old)
+	e.pastRetention(100)
 	w := e.worker(nil)
 	other, err := e.pool.Acquire(ctx)
 	if err != nil {
@@ -324,6 +316,16 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock(7270736904)"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pastRetention adds an endpoint and n deliveries to it delivered eight
+// days ago, past the default retention, and returns when.
+func (e *env) pastRetention(n int) time.Time {
+	e.t.Helper()
+	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	e.oldDelivered(epID, n, old)
+	return old
 }
 
 // oldUndelivered adds n events of type "unsubscribed" that no delivery was
