@@ -41,7 +41,7 @@ WHERE p.archived_at IS NULL
                                unnest($2::bigint[]) AS endpoint_id) x
                   WHERE x.event_id = s.event_id AND x.endpoint_id = s.endpoint_id)
 ORDER BY s.n, s.endpoint_id
-ON CONFLICT (event_id, endpoint_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id, event_id, endpoint_id, status
 `
 
@@ -75,8 +75,11 @@ type DeliveryFanOutRow struct {
 // pairs in @excluded_event_ids/@excluded_endpoint_ids and get no delivery
 // of it. Disabled endpoints get theirs too: the claim skips them, so they
 // wait, pending, until the endpoint is enabled again (never dropped, never
-// dead). The unique (event_id, endpoint_id) makes a repeated fan-out
-// harmless.
+// dead). The queue's unique (event_id, endpoint_id) makes a repeated
+// fan-out harmless: ON CONFLICT names no columns because deliveries, being
+// partitioned, has no unique index of its own, and a new row is checked
+// against the indexes of the partition it goes to, deliveries_queue
+// (migration 00021).
 //
 // Cost follows the matches, not the endpoints: exact subscriptions are
 // found through endpoints_event_types (GIN), and only the endpoints in

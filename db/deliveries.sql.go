@@ -74,6 +74,49 @@ func (q *Queries) DeadLetterReplay(ctx context.Context, arg DeadLetterReplayPara
 	return items, nil
 }
 
+const deliveredPartitionRanges = `-- name: DeliveredPartitionRanges :many
+SELECT c.relname::text AS name,
+       coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1],
+                '00000000-0000-0000-0000-000000000000')::uuid AS from_id,
+       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::uuid AS to_id
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'deliveries_delivered'::regclass
+  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ORDER BY to_id
+`
+
+type DeliveredPartitionRangesRow struct {
+	Name   string
+	FromID uuid.UUID
+	ToID   uuid.UUID
+}
+
+// The span partitions of deliveries_delivered (worker/partitions.go), with
+// the event ids each covers, [from_id, to_id), in order; the default
+// partition is left out. The bounds are read from the partition's
+// definition, "FOR VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE
+// reads as the nil UUID.
+func (q *Queries) DeliveredPartitionRanges(ctx context.Context) ([]DeliveredPartitionRangesRow, error) {
+	rows, err := q.db.Query(ctx, deliveredPartitionRanges)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeliveredPartitionRangesRow{}
+	for rows.Next() {
+		var i DeliveredPartitionRangesRow
+		if err := rows.Scan(&i.Name, &i.FromID, &i.ToID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deliveryGet = `-- name: DeliveryGet :one
 SELECT id, event_id, endpoint_id, status, attempt_count, max_attempts, next_attempt_at, lease_expires_at, lease_owner, delivered_at, dead_at, last_error, last_error_class, last_status_code, last_response_ms, replay_count, created_at, replayed_at FROM deliveries WHERE id = $1
 `
@@ -469,10 +512,10 @@ func (q *Queries) ReplayProgress(ctx context.Context, arg ReplayProgressParams) 
 }
 
 const retentionDeleteDelivered = `-- name: RetentionDeleteDelivered :many
-DELETE FROM deliveries
+DELETE FROM deliveries_delivered_default
 WHERE id = ANY (ARRAY(
-    SELECT id FROM deliveries
-    WHERE status = 'delivered' AND delivered_at < $1::timestamptz
+    SELECT id FROM deliveries_delivered_default
+    WHERE delivered_at < $1::timestamptz
     ORDER BY delivered_at
     LIMIT $2::int))
 RETURNING event_id
@@ -483,15 +526,16 @@ type RetentionDeleteDeliveredParams struct {
 	BatchSize int32
 }
 
-// Retention: deletes a batch of the deliveries delivered longest ago, before
-// the cutoff. Dead letters are kept: they are the debugging dataset.
-// Attempts go by their own retention. Returns the deleted deliveries'
-// events, for RetentionDeleteEventsOf.
-// The batch is picked through deliveries_delivered, oldest first, and
-// deleted by primary key from an array: written as id IN (subquery), the
-// planner hashed the batch against a scan of the whole table, so every
-// batch read all of deliveries (244 ms for 5,000 rows of 540,000, against
-// 24 ms by key) and retention slowed as the table grew (TestRetentionPlan).
+// Retention of the delivered rows that no span partition holds (migration
+// 00021; the spans are dropped whole, worker/partitions.go): deletes a
+// batch of those delivered longest ago, before the cutoff, from
+// deliveries_delivered_default. Returns the deleted deliveries' events,
+// for RetentionDeleteEventsOf.
+// The batch is picked through deliveries_delivered_at, oldest first, and
+// deleted by key from an array: written as id IN (subquery), the planner
+// hashed the batch against a scan of the whole table, so every batch read
+// all of it (244 ms for 5,000 rows of 540,000, against 24 ms by key) and
+// retention slowed as the table grew (TestRetentionPlan).
 func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDeleteDeliveredParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, retentionDeleteDelivered, arg.Before, arg.BatchSize)
 	if err != nil {

@@ -8,8 +8,11 @@
 -- pairs in @excluded_event_ids/@excluded_endpoint_ids and get no delivery
 -- of it. Disabled endpoints get theirs too: the claim skips them, so they
 -- wait, pending, until the endpoint is enabled again (never dropped, never
--- dead). The unique (event_id, endpoint_id) makes a repeated fan-out
--- harmless.
+-- dead). The queue's unique (event_id, endpoint_id) makes a repeated
+-- fan-out harmless: ON CONFLICT names no columns because deliveries, being
+-- partitioned, has no unique index of its own, and a new row is checked
+-- against the indexes of the partition it goes to, deliveries_queue
+-- (migration 00021).
 --
 -- Cost follows the matches, not the endpoints: exact subscriptions are
 -- found through endpoints_event_types (GIN), and only the endpoints in
@@ -43,7 +46,7 @@ WHERE p.archived_at IS NULL
                                unnest(@excluded_endpoint_ids::bigint[]) AS endpoint_id) x
                   WHERE x.event_id = s.event_id AND x.endpoint_id = s.endpoint_id)
 ORDER BY s.n, s.endpoint_id
-ON CONFLICT (event_id, endpoint_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id, event_id, endpoint_id, status;
 
 -- name: DeliveryGet :one
@@ -172,19 +175,36 @@ WHERE replayed_at = @replayed_at
   AND (sqlc.narg('endpoint_id')::bigint IS NULL OR endpoint_id = sqlc.narg('endpoint_id')::bigint);
 
 -- name: RetentionDeleteDelivered :many
--- Retention: deletes a batch of the deliveries delivered longest ago, before
--- the cutoff. Dead letters are kept: they are the debugging dataset.
--- Attempts go by their own retention. Returns the deleted deliveries'
--- events, for RetentionDeleteEventsOf.
--- The batch is picked through deliveries_delivered, oldest first, and
--- deleted by primary key from an array: written as id IN (subquery), the
--- planner hashed the batch against a scan of the whole table, so every
--- batch read all of deliveries (244 ms for 5,000 rows of 540,000, against
--- 24 ms by key) and retention slowed as the table grew (TestRetentionPlan).
-DELETE FROM deliveries
+-- Retention of the delivered rows that no span partition holds (migration
+-- 00021; the spans are dropped whole, worker/partitions.go): deletes a
+-- batch of those delivered longest ago, before the cutoff, from
+-- deliveries_delivered_default. Returns the deleted deliveries' events,
+-- for RetentionDeleteEventsOf.
+-- The batch is picked through deliveries_delivered_at, oldest first, and
+-- deleted by key from an array: written as id IN (subquery), the planner
+-- hashed the batch against a scan of the whole table, so every batch read
+-- all of it (244 ms for 5,000 rows of 540,000, against 24 ms by key) and
+-- retention slowed as the table grew (TestRetentionPlan).
+DELETE FROM deliveries_delivered_default
 WHERE id = ANY (ARRAY(
-    SELECT id FROM deliveries
-    WHERE status = 'delivered' AND delivered_at < @before::timestamptz
+    SELECT id FROM deliveries_delivered_default
+    WHERE delivered_at < @before::timestamptz
     ORDER BY delivered_at
     LIMIT @batch_size::int))
 RETURNING event_id;
+
+-- name: DeliveredPartitionRanges :many
+-- The span partitions of deliveries_delivered (worker/partitions.go), with
+-- the event ids each covers, [from_id, to_id), in order; the default
+-- partition is left out. The bounds are read from the partition's
+-- definition, "FOR VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE
+-- reads as the nil UUID.
+SELECT c.relname::text AS name,
+       coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1],
+                '00000000-0000-0000-0000-000000000000')::uuid AS from_id,
+       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::uuid AS to_id
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'deliveries_delivered'::regclass
+  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ORDER BY to_id;

@@ -121,3 +121,45 @@ func TestAPIResendStates(t *testing.T) {
 		mustStatus(t, env.do(http.MethodPost, path, nil, "Authorization", ""), http.StatusUnauthorized)
 	})
 }
+
+// TestAPIResendMeetsCompletion: a resend that waits for a delivery being
+// recorded as delivered (which moves its row into deliveries_delivered)
+// is answered 409, try again, and changes nothing; tried again, it
+// resends.
+func TestAPIResendMeetsCompletion(t *testing.T) {
+	env := newEnv(t, allowLoopback)
+	pid := env.createPartner("Acme")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "http://127.0.0.1:1/in"})
+	rec := env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion.approved", "payload": map[string]any{}})
+	mustStatus(t, rec, http.StatusAccepted)
+	del := decodeBody[acceptedBody](t, rec).Deliveries[0].ID
+	ctx := context.Background()
+
+	// The completion, holding the row.
+	tx, err := env.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = now(), attempt_count = 1 WHERE id = $1`, del); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go func() {
+		rec := env.do(http.MethodPost, fmt.Sprintf("/api/v1/deliveries/%d/resend", del), nil)
+		if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "try again") {
+			t.Errorf("resend meeting the completion: %d %s, want 409", rec.Code, rec.Body.String())
+		}
+		done <- rec.Code
+	}()
+	env.waitDB("the resend to wait for the row", 10*time.Second,
+		`SELECT count(*) = 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	env.waitDB("the delivery delivered, not resent", time.Second,
+		`SELECT status = 'delivered' AND replay_count = 0 FROM deliveries WHERE id = $1`, del)
+	rec = env.do(http.MethodPost, fmt.Sprintf("/api/v1/deliveries/%d/resend", del), nil)
+	mustStatus(t, rec, http.StatusAccepted)
+}

@@ -123,6 +123,9 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 		s.log.Warn("database unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 		return errUnavailable
 	}
+	if concurrentChange(err) {
+		return errConcurrentChange
+	}
 	if ae := refusedInput(err); ae != nil && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead {
 		// A write whose value PostgreSQL refuses: validation should have
 		// caught it, so it is logged (the gap is seen), but answered as the
@@ -135,6 +138,21 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 	s.log.Error("internal error", "method", c.Request().Method, "path", c.Path(),
 		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 	return &apiError{http.StatusInternalServerError, "internal", "internal error; the details are in hookline's log", ""}
+}
+
+// errConcurrentChange answers a write that met a concurrent one on the same
+// row and was refused rather than applied to a row that had changed.
+var errConcurrentChange = &apiError{http.StatusConflict, "conflict",
+	"the record changed while the request ran (the worker recorded a delivery, say); try again", ""}
+
+// concurrentChange reports whether err is PostgreSQL refusing a statement
+// for a concurrent change: a serialization failure (among them a row moved
+// to another partition by an update that committed first, as a delivery
+// recorded as delivered moves to deliveries_delivered while a resend waits
+// for it) or a deadlock.
+func concurrentChange(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // refusedInput maps PostgreSQL refusing a value (a data exception, a check,

@@ -9,7 +9,7 @@ import (
 // by before the worker first analyzes it itself.
 const youngTableChanges = 1000
 
-// analyzeYoung analyzes deliveries and events while autovacuum has not
+// analyzeYoung analyzes the queue (deliveries_queue) and events while autovacuum has not
 // yet analyzed them, each time one has changed by more rows than it had
 // when last analyzed (at least youngTableChanges): as it doubles. It
 // reports whether autovacuum has analyzed both (then it need not run
@@ -30,7 +30,7 @@ const youngTableChanges = 1000
 // as it doubles, p50 stayed at 11-42 ms (3 runs of 3). An ANALYZE reads a
 // sample of at most 30,000 rows: milliseconds.
 func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
-	young, err := w.q.TablesYoung(ctx, []string{"deliveries", "events"})
+	young, err := w.q.TablesYoung(ctx, []string{"deliveries_queue", "events"})
 	if err != nil {
 		return false, fmt.Errorf("find tables autovacuum has not analyzed: %w", err)
 	}
@@ -43,7 +43,7 @@ func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
 		}
 		t := y.Name
 		switch t {
-		case "deliveries":
+		case "deliveries_queue":
 			err = w.q.AnalyzeDeliveries(ctx)
 		case "events":
 			err = w.q.AnalyzeEvents(ctx)

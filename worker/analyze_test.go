@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestAnalyzeYoungTables: the worker analyzes deliveries and events once
+// TestAnalyzeYoungTables: the worker analyzes the queue (deliveries_queue)
+// and events once
 // they have changed by youngTableChanges rows on a database autovacuum has
 // not analyzed them in, and again each time they have changed by as many
 // rows as they had: as they double. (Autovacuum is off for them here, so
@@ -13,13 +14,13 @@ import (
 func TestAnalyzeYoungTables(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, table := range []string{"deliveries", "events"} {
+	for _, table := range []string{"deliveries_queue", "events"} {
 		if _, err := e.pool.Exec(ctx, "ALTER TABLE "+table+" SET (autovacuum_enabled = false)"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	analyses := func() int {
-		return e.count(`SELECT sum(pg_stat_get_analyze_count(to_regclass(t)))::int FROM unnest(ARRAY['deliveries', 'events']) t`)
+		return e.count(`SELECT sum(pg_stat_get_analyze_count(to_regclass(t)))::int FROM unnest(ARRAY['deliveries_queue', 'events']) t`)
 	}
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
@@ -36,7 +37,7 @@ func TestAnalyzeYoungTables(t *testing.T) {
 	settled := func(changes int) {
 		t.Helper()
 		e.waitFor("the changes reported", func() bool {
-			return e.count(`SELECT min(pg_stat_get_mod_since_analyze(to_regclass(t)))::int FROM unnest(ARRAY['deliveries', 'events']) t`) >= changes
+			return e.count(`SELECT min(pg_stat_get_mod_since_analyze(to_regclass(t)))::int FROM unnest(ARRAY['deliveries_queue', 'events']) t`) >= changes
 		})
 		step()
 	}

@@ -206,6 +206,13 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 // like POST /api/v1/events/batch.
 func (e *env) events(n int, typ string, payload string) []uuid.UUID {
 	e.t.Helper()
+	return e.eventsAt(n, typ, payload, time.Time{})
+}
+
+// eventsAt is events with ids made at a time (a UUIDv7's first 48 bits),
+// as if created then; the zero time is now.
+func (e *env) eventsAt(n int, typ string, payload string, at time.Time) []uuid.UUID {
+	e.t.Helper()
 	ctx := context.Background()
 	ids := make([]uuid.UUID, n)
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -214,6 +221,10 @@ func (e *env) events(n int, typ string, payload string) []uuid.UUID {
 		fan := make([]db.FanOutEvent, n)
 		for i := range ids {
 			ids[i], _ = uuid.NewV7()
+			if !at.IsZero() {
+				then := uuidAt(at)
+				copy(ids[i][:6], then[:6])
+			}
 			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: typ, Payload: []byte(payload)}
 			fan[i] = db.FanOutEvent{ID: ids[i], Type: typ}
 		}

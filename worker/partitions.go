@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/hookline/hookline/db"
 )
 
 // delivery_attempts is partitioned by started_at into spans of whole UTC
@@ -53,11 +51,14 @@ func spanEnd(t time.Time, span time.Duration) time.Time {
 	return time.Unix(0, 0).Add((n + 1) * span).UTC()
 }
 
+// timeRange is the span of time [from, to) a partition covers.
+type timeRange struct{ from, to time.Time }
+
 // missingPartitions is the ranges to partition so that [from, to) is
 // covered, given the ranges covered already (ordered by end): each gap is
 // cut at the ends of spans, and no range overlaps one that exists, so a
 // change of retention (and of span) joins the partitions made before it.
-func missingPartitions(have []db.AttemptPartitionRangesRow, from, to time.Time, span time.Duration) [][2]time.Time {
+func missingPartitions(have []timeRange, from, to time.Time, span time.Duration) [][2]time.Time {
 	var out [][2]time.Time
 	t := from
 	for t.Before(to) {
@@ -65,10 +66,10 @@ func missingPartitions(have []db.AttemptPartitionRangesRow, from, to time.Time, 
 		covered := false
 		for _, r := range have {
 			switch {
-			case !r.FromAt.After(t) && r.ToAt.After(t): // r holds t
-				t, covered = r.ToAt, true
-			case r.FromAt.After(t) && r.FromAt.Before(end): // r starts inside the span
-				end = r.FromAt
+			case !r.from.After(t) && r.to.After(t): // r holds t
+				t, covered = r.to, true
+			case r.from.After(t) && r.from.Before(end): // r starts inside the span
+				end = r.from
 			}
 			if covered {
 				break
@@ -86,9 +87,13 @@ func missingPartitions(have []db.AttemptPartitionRangesRow, from, to time.Time, 
 // ahead need and do not have yet, and drops those wholly past retention.
 func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error {
 	today := now.UTC().Truncate(partitionDay)
-	have, err := w.q.AttemptPartitionRanges(ctx)
+	rows, err := w.q.AttemptPartitionRanges(ctx)
 	if err != nil {
 		return fmt.Errorf("find the attempt partitions: %w", err)
+	}
+	have := make([]timeRange, len(rows))
+	for i, r := range rows {
+		have[i] = timeRange{r.FromAt, r.ToAt}
 	}
 	span := attemptPartitionSpan(w.cfg.Retention.Attempts)
 	for _, r := range missingPartitions(have, today, today.Add((partitionDaysAhead+1)*partitionDay), span) {
@@ -115,7 +120,9 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 // createAttemptPartition creates the partition of [from, to) (see
 // makePartition).
 func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time) error {
-	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error { return makePartition(ctx, tx, from, to) }); err != nil {
+	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+		return makeAttemptPartition(ctx, tx, from, to)
+	}); err != nil {
 		return fmt.Errorf("create attempt partition %s: %w", partitionName(from), err)
 	}
 	return nil
@@ -124,30 +131,40 @@ func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time)
 // partitionName names the partition starting at from by its first day.
 func partitionName(from time.Time) string { return "delivery_attempts_" + from.Format("20060102") }
 
-// makePartition makes the partition of [from, to), in tx, unless one
-// starting at from exists (another replica made it). Attempts of that
-// range already in the default partition move into it first: PostgreSQL
-// refuses a partition for rows the default holds. The new table is filled
-// and then attached, which takes only a SHARE UPDATE EXCLUSIVE lock on
-// delivery_attempts, so attempts go on being written meanwhile; one routed
-// to the default partition meanwhile waits for it and is then refused,
-// and the completion sends it again (retryable).
-func makePartition(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
-	name := partitionName(from)
+// makeAttemptPartition makes the attempts' partition of [from, to) in tx.
+func makeAttemptPartition(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
+	return makePartition(ctx, tx, attemptsPartitioned, partitionName(from), from.Format(time.RFC3339), to.Format(time.RFC3339))
+}
+
+// partitioned names a table partitioned by ranges of key, and its default
+// partition.
+type partitioned struct{ table, defaultPartition, key string }
+
+var attemptsPartitioned = partitioned{"delivery_attempts", "delivery_attempts_default", "started_at"}
+
+// makePartition makes the partition name of p for keys in [lo, hi) (SQL
+// literals), in tx, unless it exists (another replica made it). Rows of
+// that range already in the default partition move into it first:
+// PostgreSQL refuses a partition for rows the default holds. The new table
+// is filled and then attached, which takes only a SHARE UPDATE EXCLUSIVE
+// lock on p.table, so rows go on being written meanwhile; one routed to
+// the default partition meanwhile waits for it and is then refused, and
+// the completion sends it again (retryable).
+func makePartition(ctx context.Context, tx pgx.Tx, p partitioned, name, lo, hi string) error {
 	var exists bool
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
 		return err
 	}
 	ident := pgx.Identifier{name}.Sanitize()
-	lo, hi := from.Format(time.RFC3339), to.Format(time.RFC3339)
+	table, def, key := pgx.Identifier{p.table}.Sanitize(), pgx.Identifier{p.defaultPartition}.Sanitize(), pgx.Identifier{p.key}.Sanitize()
 	for _, sql := range []string{
-		// Taken first, so that no attempt of the range lands in the default
+		// Taken first, so that no row of the range lands in the default
 		// partition between the move and the attach.
-		"LOCK TABLE delivery_attempts_default IN ACCESS EXCLUSIVE MODE",
-		"CREATE TABLE " + ident + " (LIKE delivery_attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
-		fmt.Sprintf(`WITH moved AS (DELETE FROM delivery_attempts_default WHERE started_at >= '%s' AND started_at < '%s' RETURNING *)
-			INSERT INTO %s SELECT * FROM moved`, lo, hi, ident),
-		fmt.Sprintf("ALTER TABLE delivery_attempts ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", ident, lo, hi),
+		"LOCK TABLE " + def + " IN ACCESS EXCLUSIVE MODE",
+		"CREATE TABLE " + ident + " (LIKE " + table + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
+		fmt.Sprintf(`WITH moved AS (DELETE FROM %s WHERE %s >= '%s' AND %s < '%s' RETURNING *)
+			INSERT INTO %s SELECT * FROM moved`, def, key, lo, key, hi, ident),
+		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", table, ident, lo, hi),
 	} {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return err

@@ -143,7 +143,7 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 	e.waitFor("the insert to wait for the default partition", func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE `+inThisDatabase+` AND NOT granted AND relation = 'delivery_attempts_default'::regclass`) == 1
 	})
-	if err := makePartition(ctx, tx, day, day.Add(partitionDay)); err != nil {
+	if err := makeAttemptPartition(ctx, tx, day, day.Add(partitionDay)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

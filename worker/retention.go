@@ -56,8 +56,8 @@ const (
 )
 
 // retain deletes telemetry and finished work past their retention, in small
-// batches, and drops the attempts' day partitions past it (creating the
-// coming days' as it goes). Dead letters are kept: they are the debugging
+// batches, and drops the partitions of attempts and of delivered
+// deliveries past it (creating the coming spans' as it goes). Dead letters are kept: they are the debugging
 // dataset. It reports whether it stopped at its budget with rows past
 // their retention left to delete. The pass runs on one connection that
 // holds the retention lock throughout; when another replica holds it, the
@@ -112,6 +112,25 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 		// retention does not depend on it.
 		w.log.Warn("attempt partitions", "err", err)
 	}
+	// The events sweep goes no further than the oldest span of delivered
+	// deliveries kept: an event it scans while its delivery is still kept
+	// is passed over until the sweep starts again from the oldest
+	// (sweepResetEvery), and a span's events are past the retention a
+	// span before its partition is.
+	sweepBefore := now.Add(-r.Delivered)
+	oldestSpan, err := w.keepDeliveredPartitions(ctx, now)
+	spansKnown := err == nil || !oldestSpan.IsZero()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		// Delivered rows go to the default partition meanwhile, where
+		// the step below deletes them row by row.
+		w.log.Warn("delivered partitions", "err", err)
+	}
+	if !oldestSpan.IsZero() && oldestSpan.Before(sweepBefore) {
+		sweepBefore = oldestSpan
+	}
 	deadline := time.Now().Add(r.Budget)
 	// Events go in the steps below, counted here and logged once a pass,
 	// not once a batch.
@@ -138,7 +157,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			w.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
-		{name: "delivered deliveries", run: func() (int64, error) {
+		{name: "delivered deliveries outside the span partitions", run: func() (int64, error) {
 			// An event goes with its last delivery: looked up by id, so
 			// no scan passes over the events kept for dead letters.
 			events, err := q.RetentionDeleteDelivered(ctx, db.RetentionDeleteDeliveredParams{Before: now.Add(-r.Delivered), BatchSize: int32(r.Batch)})
@@ -155,7 +174,10 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			return int64(len(events)), err
 		}},
 		{name: "events without deliveries", run: func() (int64, error) {
-			scanned, deleted, err := w.sweepEvents(ctx, q, now.Add(-r.Delivered))
+			if !spansKnown {
+				return 0, nil // which events still have deliveries is not known
+			}
+			scanned, deleted, err := w.sweepEvents(ctx, q, sweepBefore)
 			swept += deleted
 			return scanned, err
 		}, scans: true},

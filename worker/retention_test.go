@@ -19,40 +19,40 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, _ := e.endpoint(endpointOpts{url: rcv.URL})
-	e.events(20, "order.created", `{}`)
+	e.events(10, "order.created", `{}`)
 	w := e.worker(nil)
 	e.run(w)
-	e.waitFor("delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 20 })
+	e.waitFor("delivered", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 10 })
 	ctx := context.Background()
 	if err := w.RefreshNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Age half of everything past its retention; dead letters are kept.
+	// Ten deliveries of events past their retention, one of them dead
+	// (dead letters are kept), and half of the recent attempts aged.
 	old := time.Now().Add(-8 * 24 * time.Hour)
+	e.oldDelivered(epID, 10, old)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	exec("UPDATE deliveries SET delivered_at = $1 WHERE id % 2 = 0", old)
 	exec("UPDATE delivery_attempts SET started_at = $1 WHERE delivery_id % 2 = 0", old)
-	exec("UPDATE events SET created_at = $1", old)
-	exec("UPDATE deliveries SET status = 'dead', dead_at = $1, delivered_at = NULL WHERE id = 1", old)
+	exec("UPDATE deliveries SET status = 'dead', dead_at = $1, delivered_at = NULL WHERE id = (SELECT max(id) FROM deliveries)", old)
 	exec("INSERT INTO latency_histograms (endpoint_id, resolution_seconds, bucket_start) VALUES ($1, 60, $2), ($1, 3600, $2), ($1, 3600, $3)",
 		epID, time.Now().Add(-49*time.Hour), time.Now().Add(-31*24*time.Hour))
 
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.count("SELECT count(*) FROM deliveries"); n != 10 { // 9 recent + the dead letter
-		t.Fatalf("deliveries left: %d, want 10", n)
+	if n := e.count("SELECT count(*) FROM deliveries"); n != 11 { // 10 recent + the dead letter
+		t.Fatalf("deliveries left: %d, want 11", n)
 	}
-	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 10 {
-		t.Fatalf("attempts left: %d, want 10", n)
+	if n := e.count("SELECT count(*) FROM delivery_attempts"); n != 5 {
+		t.Fatalf("attempts left: %d, want 5", n)
 	}
-	if n := e.count("SELECT count(*) FROM events"); n != 10 { // events with a delivery left
-		t.Fatalf("events left: %d, want 10", n)
+	if n := e.count("SELECT count(*) FROM events"); n != 11 { // events with a delivery left
+		t.Fatalf("events left: %d, want 11", n)
 	}
 	if n := e.count("SELECT count(*) FROM latency_histograms WHERE bucket_start < now() - interval '48 hours'"); n != 1 {
 		t.Fatalf("old histogram rows left: %d, want 1 (the hourly one within 30 days)", n)
@@ -124,9 +124,9 @@ func TestRetentionLogsOncePerPass(t *testing.T) {
 		}
 	}
 	want := map[string][]float64{
-		"delivered deliveries":            {1200},
-		"events with their last delivery": {1200},
-		"events without deliveries":       {700},
+		"delivered deliveries outside the span partitions": {1200},
+		"events with their last delivery":                  {1200},
+		"events without deliveries":                        {700},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("logged %v, want %v\n%s", got, want, logs.String())
@@ -209,14 +209,14 @@ func TestRetentionEventsGoWithTheirLastDelivery(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
-	ids := e.events(3, "order.paid", `{}`)
+	old := time.Now().Add(-9 * 24 * time.Hour)
+	ids := e.eventsAt(3, "order.paid", `{}`, old)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	old := time.Now().Add(-9 * 24 * time.Hour)
 	exec(`UPDATE events SET created_at = $1::timestamptz + (SELECT count(*) FROM events e2 WHERE e2.id < events.id) * interval '1 second'`, old)
 	exec(`UPDATE deliveries SET status = 'delivered', delivered_at = $1 WHERE event_id = $2`, old, ids[0])
 	exec(`UPDATE deliveries SET status = 'dead', dead_at = $1 WHERE event_id = $2`, old, ids[1])
@@ -333,22 +333,31 @@ func (e *env) pastRetention(n int) time.Time {
 func (e *env) oldUndelivered(n int, at time.Time) {
 	e.t.Helper()
 	if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (id, type, payload, created_at)
-		SELECT gen_random_uuid(), 'unsubscribed', '{}', $1 FROM generate_series(1, $2)`, at, n); err != nil {
+		SELECT `+v7AtSQL("$1")+`, 'unsubscribed', '{}', $1 FROM generate_series(1, $2)`, at, n); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 // oldDelivered adds n delivered deliveries to endpoint epID, each with its
-// own event, all created and delivered at.
+// own event, all created and delivered at. No span partition of
+// deliveries_delivered is that old: they are in its default partition.
 func (e *env) oldDelivered(epID int64, n int, at time.Time) {
 	e.t.Helper()
 	if _, err := e.pool.Exec(context.Background(), `
 		WITH ev AS (
 			INSERT INTO events (id, type, payload, created_at)
-			SELECT gen_random_uuid(), 'order.created', '{}', $2 FROM generate_series(1, $3)
+			SELECT `+v7AtSQL("$2")+`, 'order.created', '{}', $2 FROM generate_series(1, $3)
 			RETURNING id)
 		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
 		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, at, n); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// v7AtSQL is an SQL expression for a random UUID whose first 48 bits are
+// the time of the timestamptz expression at, in Unix milliseconds, as in a
+// UUIDv7 made at that time: an event id of then.
+func v7AtSQL(at string) string {
+	return "encode(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch FROM " + at +
+		"::timestamptz) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 'hex')::uuid"
 }

@@ -313,6 +313,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	w.refreshLimits(ctx)
+	// The spans of deliveries_delivered this worker's completions will
+	// write into, made before the first send rather than by the first
+	// retention pass: a delivered row written before its span's partition
+	// exists goes to the default partition, and moving it out when the
+	// partition is made is the one moment a read of deliveries can miss
+	// it (a statement planned before the ATTACH does not see the new
+	// partition).
+	if _, err := w.keepDeliveredPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
+		w.log.Warn("delivered partitions", "err", err)
+	}
 
 	completerDone := make(chan struct{})
 	go func() {

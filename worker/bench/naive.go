@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
@@ -53,6 +54,13 @@ func naive(ctx context.Context, pool *pgxpool.Pool, guard *ssrf.Guard, rcv *rece
 				more, err := naiveOne(budget, pool, s)
 				if budget.Err() != nil {
 					return
+				}
+				var pgErr *pgconn.PgError
+				if errors.As(err, &pgErr) && pgErr.Code == "40001" {
+					// Its claim met a row another sender had just
+					// recorded as delivered, which moved it into
+					// deliveries_delivered (migration 00021): claim again.
+					continue
 				}
 				if err != nil {
 					errs <- err

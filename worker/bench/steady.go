@@ -361,7 +361,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		JOIN endpoints e ON e.id = d.endpoint_id
 		JOIN delivery_attempts a ON a.delivery_id = d.id
 		WHERE d.event_id = ANY($1) AND d.status = 'delivered'
-		GROUP BY d.id, e.name, ev.created_at`, measured.ids)
+		GROUP BY d.id, d.event_id, e.name, ev.created_at`, measured.ids)
 	if err != nil {
 		return r, err
 	}

@@ -1,0 +1,114 @@
+package worker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Delivered deliveries are kept in deliveries_delivered, partitioned by
+// ranges of event_id (migration 00021). An event's id is a UUIDv7, whose
+// first 48 bits are its creation time in Unix milliseconds, so a range of
+// ids is a span of time: the partition of [t1, t2) holds the delivered
+// deliveries of the events created in it. The worker keeps partitions from
+// a span before now to deliveredAhead after it, and drops a partition once
+// its whole span is past Retention.Delivered, so a delivered delivery is
+// kept for the retention counted from its event, and at most one span
+// more. Dead letters and the deliveries still waiting are in
+// deliveries_queue, which retention never drops.
+//
+// The span is the retention ÷ maxDeliveredPartitions, in whole seconds:
+// a statement that cannot tell from its conditions which events it needs
+// (a delivery looked up by id, an endpoint's log) reads every partition,
+// so their number is bounded; the delivered rows of one span are dropped
+// together. At the default seven days, spans of 14 hours.
+const maxDeliveredPartitions = 12
+
+var deliveredPartitioned = partitioned{"deliveries_delivered", "deliveries_delivered_default", "event_id"}
+
+// deliveredPartitionSpan is how long each new partition of
+// deliveries_delivered is for this retention.
+func deliveredPartitionSpan(retention time.Duration) time.Duration {
+	return max(time.Second, (retention/maxDeliveredPartitions + time.Second - 1).Truncate(time.Second))
+}
+
+// deliveredAhead is how far past now the partitions reach: three spans,
+// and at least two retention passes, so that rows are never routed to
+// the default partition while the passes keep their pace.
+func deliveredAhead(span, every time.Duration) time.Duration {
+	return max(3*span, 2*every)
+}
+
+// uuidAt is the smallest UUIDv7 of the millisecond t falls in: every event
+// created at or after t has an id at least this one.
+func uuidAt(t time.Time) uuid.UUID {
+	var u uuid.UUID
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	copy(u[:6], ms[2:])
+	return u
+}
+
+// uuidTime is the time a UUIDv7 was created at, to the millisecond.
+func uuidTime(u uuid.UUID) time.Time {
+	var ms [8]byte
+	copy(ms[2:], u[:6])
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(ms[:]))).UTC()
+}
+
+// deliveredPartitionName names the partition starting at from.
+func deliveredPartitionName(from time.Time) string {
+	return "deliveries_delivered_" + from.UTC().Format("20060102t150405")
+}
+
+// keepDeliveredPartitions creates the partitions of deliveries_delivered
+// that the span before now and the time ahead need and do not have yet,
+// and drops those wholly past the retention. It returns where the oldest
+// partition kept starts (the zero time when there is none, or when the
+// partitions could not be read): every delivered delivery of an event
+// made before then is gone, but for those in the default partition.
+func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (oldest time.Time, err error) {
+	rows, err := w.q.DeliveredPartitionRanges(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("find the delivered partitions: %w", err)
+	}
+	have := make([]timeRange, len(rows))
+	for i, r := range rows {
+		have[i] = timeRange{uuidTime(r.FromID), uuidTime(r.ToID)}
+	}
+	r := w.cfg.Retention
+	span := deliveredPartitionSpan(r.Delivered)
+	for _, m := range missingPartitions(have, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span) {
+		from, to := m[0], m[1]
+		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+			return makePartition(ctx, tx, deliveredPartitioned, deliveredPartitionName(from),
+				uuidAt(from).String(), uuidAt(to).String())
+		}); err != nil {
+			return time.Time{}, fmt.Errorf("create delivered partition %s: %w", deliveredPartitionName(from), err)
+		}
+		if oldest.IsZero() || from.Before(oldest) {
+			oldest = from
+		}
+	}
+	cutoff := now.Add(-r.Delivered)
+	for i, p := range rows {
+		if have[i].to.After(cutoff) {
+			if oldest.IsZero() || have[i].from.Before(oldest) {
+				oldest = have[i].from
+			}
+			continue
+		}
+		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{p.Name}.Sanitize())
+			return err
+		}); err != nil {
+			return have[i].from, fmt.Errorf("drop delivered partition %s: %w", p.Name, err)
+		}
+		w.log.Info("retention dropped a partition", "table", p.Name)
+	}
+	return oldest, nil
+}

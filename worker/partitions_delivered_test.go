@@ -1,0 +1,163 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hookline/hookline/db"
+)
+
+// TestDeliveredPartitions: retention keeps partitions of
+// deliveries_delivered from a span before now to the time ahead, made once
+// by replicas at once, each the deliveries of one span of event times;
+// a delivery recorded as delivered leaves the queue for its event's
+// partition, and a resend brings it back; a delivery of an event older
+// than every partition goes to the default partition and is deleted there
+// by delivered_at; once a span is wholly past the retention its partition
+// is dropped, with everything in it, and the events go with it; dead
+// letters stay.
+func TestDeliveredPartitions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	clk := newClock()
+	const retention = time.Hour
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
+	span := deliveredPartitionSpan(retention)
+	if span != 5*time.Minute {
+		t.Fatalf("span %v for an hour's retention, want 5m", span)
+	}
+	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
+
+	// Made before any partition covers its time: the default partition
+	// keeps its delivery, and the first pass moves it into its span.
+	early := e.eventsAt(1, "order.created", `{}`, clk.Now())[0]
+	markDelivered(t, e, early)
+	if got := partitionOf(t, e, early); got != "deliveries_delivered_default" {
+		t.Fatalf("delivered before the partitions were made: in %s", got)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs { // replicas at once
+		wg.Go(func() { _, errs[i] = w.keepDeliveredPartitions(ctx, clk.Now()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := w.q.DeliveredPartitionRanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range have {
+		from, to := uuidTime(r.FromID), uuidTime(r.ToID)
+		if i > 0 && r.FromID != have[i-1].ToID {
+			t.Fatalf("partition %s starts at %v, the one before ends at %v", r.Name, from, uuidTime(have[i-1].ToID))
+		}
+		if !to.Equal(spanEnd(from, span)) || r.Name != deliveredPartitionName(from) {
+			t.Fatalf("partition %s covers [%v, %v), want one span of %v", r.Name, from, to, span)
+		}
+	}
+	if len(have) == 0 || uuidTime(have[0].FromID).After(clk.Now().Add(-span)) ||
+		uuidTime(have[len(have)-1].ToID).Before(clk.Now().Add(deliveredAhead(span, w.cfg.Retention.Every))) {
+		t.Fatalf("partitions %v do not cover a span before now to the time ahead", have)
+	}
+	if got := partitionOf(t, e, early); got == "deliveries_delivered_default" {
+		t.Fatalf("the early delivery stayed in %s", got)
+	}
+
+	// Delivered: out of the queue, into its span. Resent: back.
+	ids := e.eventsAt(3, "order.created", `{}`, clk.Now())
+	markDelivered(t, e, ids...)
+	want := deliveredPartitionName(spanEnd(clk.Now(), span).Add(-span))
+	for _, id := range ids {
+		if got := partitionOf(t, e, id); got != want {
+			t.Fatalf("delivered: in %s, want %s", got, want)
+		}
+	}
+	var resent int64
+	if err := e.pool.QueryRow(ctx, "SELECT id FROM deliveries WHERE event_id = $1", ids[2]).Scan(&resent); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.q.DeliveryResend(ctx, resent); err != nil || r.Status != "pending" {
+		t.Fatalf("resend: %+v, %v", r, err)
+	}
+	if got := partitionOf(t, e, ids[2]); got != "deliveries_queue" {
+		t.Fatalf("resent: in %s, want deliveries_queue", got)
+	}
+	dead := e.eventsAt(1, "order.created", `{}`, clk.Now())[0]
+	if _, err := e.pool.Exec(ctx, "UPDATE deliveries SET status = 'dead', dead_at = now() WHERE event_id = $1", dead); err != nil {
+		t.Fatal(err)
+	}
+	// An event older than every partition, delivered after long retries.
+	late := e.eventsAt(1, "order.created", `{}`, clk.Now().Add(-2*retention))[0]
+	markDelivered(t, e, late)
+	if got := partitionOf(t, e, late); got != "deliveries_delivered_default" {
+		t.Fatalf("an old event's delivery in %s, want the default partition", got)
+	}
+
+	// Past the retention (by the worker's clock): the spans go whole, the
+	// late delivery goes by its delivered_at, the queue stays.
+	clk.Advance(retention + 2*span)
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := w.q.DeliveredPartitionRanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range have {
+		if slices.ContainsFunc(after, func(a db.DeliveredPartitionRangesRow) bool { return a.Name == r.Name }) &&
+			!uuidTime(r.ToID).After(clk.Now().Add(-retention)) {
+			t.Errorf("partition %s, wholly past the retention, was kept", r.Name)
+		}
+	}
+	if len(after) > maxDeliveredPartitions+int(deliveredAhead(span, w.cfg.Retention.Every)/span)+2 {
+		t.Errorf("%d partitions for %v of retention in spans of %v", len(after), retention, span)
+	}
+	var left []uuid.UUID
+	rows, err := e.pool.Query(ctx, "SELECT event_id FROM deliveries ORDER BY event_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		_ = rows.Scan(&id)
+		left = append(left, id)
+	}
+	rows.Close()
+	wantLeft := []uuid.UUID{ids[2], dead}
+	slices.SortFunc(wantLeft, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	if !slices.Equal(left, wantLeft) {
+		t.Fatalf("deliveries left for events %v, want the resent one's and the dead letter's %v", left, wantLeft)
+	}
+	if n := e.count("SELECT count(*) FROM events WHERE id = ANY($1)", append(ids[:2:2], early, late)); n != 0 {
+		t.Fatalf("%d events of dropped deliveries kept", n)
+	}
+}
+
+// markDelivered records the deliveries of events as delivered now, as a
+// completion does.
+func markDelivered(t *testing.T, e *env, events ...uuid.UUID) {
+	t.Helper()
+	if _, err := e.pool.Exec(context.Background(), `UPDATE deliveries SET status = 'delivered', delivered_at = now(), attempt_count = 1
+		WHERE event_id = ANY($1)`, events); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partitionOf is the partition holding the delivery of an event.
+func partitionOf(t *testing.T, e *env, event uuid.UUID) string {
+	t.Helper()
+	var s string
+	if err := e.pool.QueryRow(context.Background(), "SELECT tableoid::regclass::text FROM deliveries WHERE event_id = $1", event).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
