@@ -631,7 +631,7 @@ func (q *Queries) ShardUnlock(ctx context.Context, arg ShardUnlockParams) error 
 }
 
 const tablesYoung = `-- name: TablesYoung :many
-SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes,
+SELECT c.relname::text AS name, pg_catalog.pg_stat_get_live_tuples(c.oid)::bigint AS rows_now,
        greatest(c.reltuples, 0)::bigint AS rows_estimate
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest($1::text[]) AS t)
@@ -641,13 +641,13 @@ ORDER BY c.relname
 
 type TablesYoungRow struct {
 	Name         string
-	Changes      int64
+	RowsNow      int64
 	RowsEstimate int64
 }
 
-// The queue's tables autovacuum has not analyzed yet, with how many rows
-// have changed in them since they were last analyzed and how many rows
-// they had then (see Worker.analyzeYoung).
+// The queue's tables autovacuum has not analyzed yet, with how many live
+// rows they hold and how many they had when last analyzed (see
+// Worker.analyzeYoung).
 func (q *Queries) TablesYoung(ctx context.Context, tables []string) ([]TablesYoungRow, error) {
 	rows, err := q.db.Query(ctx, tablesYoung, tables)
 	if err != nil {
@@ -657,7 +657,7 @@ func (q *Queries) TablesYoung(ctx context.Context, tables []string) ([]TablesYou
 	items := []TablesYoungRow{}
 	for rows.Next() {
 		var i TablesYoungRow
-		if err := rows.Scan(&i.Name, &i.Changes, &i.RowsEstimate); err != nil {
+		if err := rows.Scan(&i.Name, &i.RowsNow, &i.RowsEstimate); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

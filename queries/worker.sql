@@ -252,10 +252,10 @@ WHERE d.id = x.id AND d.status = 'in_flight'
 RETURNING d.id, d.endpoint_id, d.attempt_count;
 
 -- name: TablesYoung :many
--- The queue's tables autovacuum has not analyzed yet, with how many rows
--- have changed in them since they were last analyzed and how many rows
--- they had then (see Worker.analyzeYoung).
-SELECT c.relname::text AS name, pg_catalog.pg_stat_get_mod_since_analyze(c.oid)::bigint AS changes,
+-- The queue's tables autovacuum has not analyzed yet, with how many live
+-- rows they hold and how many they had when last analyzed (see
+-- Worker.analyzeYoung).
+SELECT c.relname::text AS name, pg_catalog.pg_stat_get_live_tuples(c.oid)::bigint AS rows_now,
        greatest(c.reltuples, 0)::bigint AS rows_estimate
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY (SELECT to_regclass(t)::oid FROM unnest(@tables::text[]) AS t)

@@ -6,11 +6,11 @@ import (
 )
 
 // TestAnalyzeYoungTables: the worker analyzes the queue (deliveries_queue)
-// and events once
-// they have changed by youngTableChanges rows on a database autovacuum has
-// not analyzed them in, and again each time they have changed by as many
-// rows as they had: as they double. (Autovacuum is off for them here, so
-// only the worker analyzes them, and it is never done.)
+// and events once they hold youngTableRows rows on a database autovacuum
+// has not analyzed them in, and again each time they hold twice the rows
+// they had: as they double, and not as a queue that stays the same size
+// changes. (Autovacuum is off for them here, so only the worker analyzes
+// them, and it is never done.)
 func TestAnalyzeYoungTables(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -48,17 +48,29 @@ func TestAnalyzeYoungTables(t *testing.T) {
 		t.Fatalf("%d analyses after 10 rows, want none yet", n)
 	}
 
-	e.events(youngTableChanges, "order.created", `{}`)
+	e.events(youngTableRows, "order.created", `{}`)
 	e.waitFor("both tables analyzed", func() bool { step(); return analyses() == 2 })
 
-	// 1,010 rows each when analyzed: 1,000 more changes (youngTableChanges)
-	// are not enough...
-	e.events(youngTableChanges, "order.created", `{}`)
-	settled(youngTableChanges)
+	// 1,010 rows each when analyzed: 1,000 more (youngTableRows) are not
+	// enough...
+	e.events(youngTableRows, "order.created", `{}`)
+	settled(youngTableRows)
 	if n := analyses(); n != 2 {
 		t.Fatalf("%d analyses after the tables grew by 1,000 rows of 1,010, want still 2", n)
 	}
 	// ...1,010 are: each table has doubled.
 	e.events(10, "order.created", `{}`)
 	e.waitFor("both tables analyzed again", func() bool { step(); return analyses() == 4 })
+
+	// A queue that delivers as much as it takes changes by its own size
+	// and stays that size: not analyzed again (events grow by half).
+	if _, err := e.pool.Exec(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = now(), attempt_count = 1
+		WHERE id IN (SELECT id FROM deliveries_queue ORDER BY id LIMIT 1010)`); err != nil {
+		t.Fatal(err)
+	}
+	e.events(1010, "order.created", `{}`)
+	settled(1010)
+	if n := analyses(); n != 4 {
+		t.Fatalf("%d analyses after the queue delivered 1,010 rows and took 1,010 more, want still 4", n)
+	}
 }
