@@ -45,6 +45,15 @@ func (c *captured) Exec(_ context.Context, sql string, args ...any) (pgconn.Comm
 	return pgconn.CommandTag{}, errCaptured
 }
 
+func (c *captured) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	c.sql, c.args = sql, args
+	return capturedRow{}
+}
+
+type capturedRow struct{}
+
+func (capturedRow) Scan(...any) error { return errCaptured }
+
 func (c *captured) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
 	c.sql, c.args = b.QueuedQueries[0].SQL, b.QueuedQueries[0].Arguments
 	return capturedBatch{}
@@ -433,7 +442,22 @@ func (n planNode) relationsLike(prefix string) []string {
 func TestRetentionPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
+	// Delivered rows in partitions of their own, as the worker keeps them
+	// (by ranges of the seed's random event ids), besides the default.
+	for i, r := range [][2]string{{"MINVALUE", "'40000000-0000-0000-0000-000000000000'"},
+		{"'40000000-0000-0000-0000-000000000000'", "'80000000-0000-0000-0000-000000000000'"},
+		{"'80000000-0000-0000-0000-000000000000'", "'c0000000-0000-0000-0000-000000000000'"}} {
+		if _, err := pool.Exec(ctx, fmt.Sprintf("CREATE TABLE deliveries_delivered_plan%d PARTITION OF deliveries_delivered FOR VALUES FROM (%s) TO (%s)", i, r[0], r[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seedDeliveries(t, pool, 50, 2000, seed{status: "delivered", pendingEvery: 30})
+	// Older events whose deliveries are gone with their partitions: what
+	// the events sweep finds first.
+	if _, err := pool.Exec(ctx, `INSERT INTO events (id, type, payload, created_at)
+		SELECT gen_random_uuid(), 'plan.old', '{}', now() - interval '1 hour' FROM generate_series(1, 50000); ANALYZE events`); err != nil {
+		t.Fatal(err)
+	}
 	before := time.Now().Add(time.Hour)
 
 	var stmt captured
@@ -447,6 +471,22 @@ func TestRetentionPlan(t *testing.T) {
 			got[1] != "Index Scan on deliveries_delivered_default_pkey by (id = ANY ($0))" {
 			t.Errorf("RetentionDeleteDelivered (%s): deliveries_delivered_default read by %s, want an Index Scan by delivered_at and one on its primary key by (id = ANY ($0))",
 				mode, strings.Join(got, ", "))
+		}
+	}
+
+	// The events sweep checks each event of a batch by lookups: as an
+	// anti-join it sorted or hashed every delivered row for each batch.
+	if _, err := db.New(&stmt).RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{Before: before, BatchSize: 5000}); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explain(t, pool, stmt, mode)
+		for _, rel := range []string{"deliveries_queue", "deliveries_delivered_default", "deliveries_delivered_plan0"} {
+			for _, got := range plan.scansOf(rel) {
+				if strings.HasPrefix(got, "Seq Scan") {
+					t.Errorf("RetentionSweepEvents (%s): %s read by %s, want index lookups by event", mode, rel, got)
+				}
+			}
 		}
 	}
 

@@ -72,10 +72,19 @@ ORDER BY to_at;
 
 -- name: AttemptPartitionsBefore :many
 -- The partitions of delivery_attempts that end at or before the cutoff:
--- every attempt in them is past its retention.
-SELECT c.relname::text AS name
-FROM pg_catalog.pg_inherits i
-JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = 'delivery_attempts'::regclass
-  AND (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz <= @before::timestamptz
-ORDER BY c.relname;
+-- every attempt in them is past its retention. The bounds are read as
+-- times only once the partitions are known to be delivery_attempts' (a
+-- MATERIALIZED CTE): in one WHERE the planner may cast the bounds of
+-- every partition in the database first, and deliveries_delivered's are
+-- UUIDs (migration 00021).
+WITH p AS MATERIALIZED (
+    SELECT c.relname, pg_catalog.pg_get_expr(c.relpartbound, c.oid) AS bound
+    FROM pg_catalog.pg_inherits i
+    JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'delivery_attempts'::regclass
+)
+SELECT relname::text AS name
+FROM p
+WHERE bound <> 'DEFAULT'
+  AND (regexp_match(bound, 'TO \(''([^'']+)''\)'))[1]::timestamptz <= @before::timestamptz
+ORDER BY relname;

@@ -70,12 +70,14 @@ WHERE pg_notification_queue_usage() < @max_queue_usage::float8;
 -- transaction, so it reads the deliveries just inserted: event by event,
 -- each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
 -- keeps the planner from turning it into a scan of deliveries, which it
--- chose on a young table: 1.2 ms an ingest). Like EventNotify, not sent
--- while the NOTIFY queue is fuller than max_queue_usage.
+-- chose on a young table: 1.2 ms an ingest). The deliveries just made are
+-- pending: saying so leaves the delivered rows' partitions out of the plan
+-- (migration 00021). Like EventNotify, not sent while the NOTIFY queue is
+-- fuller than max_queue_usage.
 SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
 FROM (SELECT DISTINCT d.endpoint_id
       FROM unnest(@event_ids::uuid[]) AS ev(id)
-      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id OFFSET 0) d) d
+      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id AND status = 'pending' OFFSET 0) d) d
 HAVING count(*) > 0 AND pg_notification_queue_usage() < @max_queue_usage::float8;
 
 -- name: NotifyQueueUsage :one
@@ -260,7 +262,7 @@ LIMIT @max_rows;
 DELETE FROM events ev
 WHERE ev.id = ANY(@ids::uuid[])
   AND ev.created_at < @before::timestamptz
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id);
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0); -- as in RetentionSweepEvents
 
 -- name: RetentionSweepEvents :one
 -- Retention: deletes the events older than the cutoff with no delivery
@@ -280,7 +282,9 @@ WITH scan AS (
 ), gone AS (
     DELETE FROM events ev
     USING scan s
-    WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
+    -- OFFSET 0 keeps the check a lookup per event; as an anti-join the
+    -- planner sorted or hashed every delivered partition for each batch.
+    WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0)
     RETURNING ev.id
 ), last AS (
     SELECT created_at, id FROM scan ORDER BY created_at DESC, id DESC LIMIT 1

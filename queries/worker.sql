@@ -121,6 +121,7 @@ SET status = 'in_flight',
     lease_owner = @worker_id::text
 FROM pick p, events ev, endpoints e
 WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+  AND d.status IN ('pending', 'failed') -- as picked; plans deliveries_queue only
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,

@@ -71,6 +71,11 @@ func TestDeliveredPartitions(t *testing.T) {
 	if got := partitionOf(t, e, early); got == "deliveries_delivered_default" {
 		t.Fatalf("the early delivery stayed in %s", got)
 	}
+	// The attempt log's partitions are still read as time ranges, beside
+	// these ranges of UUIDs.
+	if _, err := w.q.AttemptPartitionsBefore(ctx, clk.Now().Add(30*24*time.Hour)); err != nil {
+		t.Fatalf("attempt partitions with delivered ones beside them: %v", err)
+	}
 
 	// Delivered: out of the queue, into its span. Resent: back.
 	ids := e.eventsAt(3, "order.created", `{}`, clk.Now())
@@ -160,4 +165,58 @@ func partitionOf(t *testing.T, e *env, event uuid.UUID) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestDeliveredRacingANewPartition: a completion that records a delivery
+// as delivered while the partition of its event's span is being made
+// waits, and its row lands in the new partition: PostgreSQL routes it
+// after the wait, or refuses it for the default partition's new bounds,
+// which the completion counts as worth retrying, and the retry lands
+// there.
+func TestDeliveredRacingANewPartition(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
+	span := deliveredPartitionSpan(DefaultRetention().Delivered)
+	from := spanEnd(time.Now(), span).Add(5 * span) // beyond the spans made ahead
+	event := e.eventsAt(1, "order.created", `{}`, from.Add(time.Minute))[0]
+	deliver := func() (string, error) {
+		var where string
+		err := e.pool.QueryRow(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = now(), attempt_count = 1
+			WHERE event_id = $1 AND status <> 'delivered' RETURNING tableoid::regclass::text`, event).Scan(&where)
+		return where, err
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE deliveries_delivered_default IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		where string
+		err   error
+	}
+	raced := make(chan result, 1)
+	go func() { where, err := deliver(); raced <- result{where, err} }()
+	e.waitFor("the completion to wait for the default partition", func() bool {
+		return e.count(`SELECT count(*) FROM pg_locks WHERE `+inThisDatabase+` AND NOT granted AND relation = 'deliveries_delivered_default'::regclass`) == 1
+	})
+	if err := makePartition(ctx, tx, deliveredPartitioned, deliveredPartitionName(from), uuidAt(from).String(), uuidAt(from.Add(span)).String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-raced
+	if r.err != nil {
+		if !retryable(r.err) {
+			t.Fatalf("the raced completion: %v; want it routed to the new partition, or a refusal the completion retries", r.err)
+		}
+		r.where, r.err = deliver()
+	}
+	if r.err != nil || r.where != deliveredPartitionName(from) {
+		t.Fatalf("delivered: in %s, %v; want %s", r.where, r.err, deliveredPartitionName(from))
+	}
 }
