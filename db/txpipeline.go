@@ -145,6 +145,11 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
 	if commit {
+		// The notify looks up the deliveries just queued in
+		// deliveries_queue, which fills and empties faster than vacuum
+		// and ANALYZE run: planned from its statistics it was read whole
+		// for each event (queueReadSettings).
+		out.Queue(queueReadSettings)
 		out.Queue(eventNotifyEndpoints, t.notify, NotifyQueueLimit)
 		out.Queue("COMMIT")
 		t.commitNow, t.notify = false, nil
@@ -219,3 +224,11 @@ func (r errRow) Scan(...any) error { return r.err }
 // second), later but surely; the workers log a warning and /metrics
 // reports hookline_notify_queue_usage.
 const NotifyQueueLimit = 0.5
+
+// queueReadSettings is for the rest of a transaction that reads
+// deliveries_queue by key: no sequential scans. The queue gives up every
+// row it delivers (to deliveries_delivered, migration 00021), so its
+// statistics describe a table of a few hundred rows while its heap holds a
+// minute of dead ones until vacuum comes; plans made from them read the
+// heap whole for each lookup.
+const queueReadSettings = "SELECT set_config('enable_seqscan', 'off', true)"

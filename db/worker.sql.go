@@ -35,7 +35,7 @@ func (q *Queries) AnalyzeEvents(ctx context.Context) error {
 
 const claimSettings = `-- name: ClaimSettings :exec
 
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)
 `
 
 // The claim cycle on deliveries, kept in one file: shard ownership, the claim, and every write after it, fenced by the attempt count it was claimed with.
@@ -44,7 +44,11 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 // PostgreSQL planning DeliveryClaim afresh on every call, which costs as
 // much as claiming dozens of rows; see worker/architecture.md (and
 // Worker.analyzeYoung, which keeps that one plan from being one made for a
-// near-empty table). The claim writes nothing, so it has nothing to commit.
+// near-empty table). enable_seqscan off: deliveries_queue fills and
+// empties faster than vacuum and ANALYZE run (migration 00021), so its
+// statistics describe a few hundred rows while its heap holds a minute of
+// dead ones; a plan that scans it reads them all (db.queueReadSettings).
+// The claim writes nothing, so it has nothing to commit.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err

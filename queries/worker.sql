@@ -6,8 +6,12 @@
 -- PostgreSQL planning DeliveryClaim afresh on every call, which costs as
 -- much as claiming dozens of rows; see worker/architecture.md (and
 -- Worker.analyzeYoung, which keeps that one plan from being one made for a
--- near-empty table). The claim writes nothing, so it has nothing to commit.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+-- near-empty table). enable_seqscan off: deliveries_queue fills and
+-- empties faster than vacuum and ANALYZE run (migration 00021), so its
+-- statistics describe a few hundred rows while its heap holds a minute of
+-- dead ones; a plan that scans it reads them all (db.queueReadSettings).
+-- The claim writes nothing, so it has nothing to commit.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true);
 
 -- name: DeliveryClaim :many
 -- Reads due deliveries for this worker to send; it writes nothing. It runs
