@@ -106,13 +106,9 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 		return fmt.Errorf("find expired attempt partitions: %w", err)
 	}
 	for _, name := range expired {
-		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-			return err
-		}); err != nil {
+		if err := w.dropPartition(ctx, name); err != nil {
 			return fmt.Errorf("drop attempt partition %s: %w", name, err)
 		}
-		w.log.Info("retention dropped a partition", "table", name)
 	}
 	return nil
 }
@@ -170,6 +166,19 @@ func makePartition(ctx context.Context, tx pgx.Tx, p partitioned, name, lo, hi s
 			return err
 		}
 	}
+	return nil
+}
+
+// dropPartition drops a partition past its retention (under partitionDDL)
+// and logs it.
+func (w *Worker) dropPartition(ctx context.Context, name string) error {
+	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		return err
+	}); err != nil {
+		return err
+	}
+	w.log.Info("retention dropped a partition", "table", name)
 	return nil
 }
 

@@ -102,13 +102,9 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 			}
 			continue
 		}
-		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{p.Name}.Sanitize())
-			return err
-		}); err != nil {
+		if err := w.dropPartition(ctx, p.Name); err != nil {
 			return have[i].from, fmt.Errorf("drop delivered partition %s: %w", p.Name, err)
 		}
-		w.log.Info("retention dropped a partition", "table", p.Name)
 	}
 	return oldest, nil
 }
