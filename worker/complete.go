@@ -160,10 +160,13 @@ func retryable(err error) bool {
 			strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "40001", pgErr.Code == "40P01":
 			return true
 		case pgErr.Code == "23514" && (pgErr.TableName == "delivery_attempts_default" || pgErr.TableName == "deliveries_delivered_default"):
-			// The COPY routed an attempt (or the completion a delivered
-			// row) to the default partition, then waited for it while the
-			// row's span got its own partition (worker/partitions.go);
-			// PostgreSQL refuses the row for the default's new bounds.
+			// The COPY routed an attempt to the default partition, then
+			// waited for it while the attempt's day got its own partition
+			// (worker/partitions.go); PostgreSQL refuses the row for the
+			// default's new bounds. (A completion's delivered row in the
+			// same race was routed to the new partition after the wait,
+			// TestDeliveredRacingANewPartition; the refusal is kept
+			// retryable in case PostgreSQL refuses it instead.)
 			// Sent again, it goes to the new one.
 			return true
 		}
