@@ -163,11 +163,11 @@ func retryable(err error) bool {
 			// The COPY routed an attempt to the default partition, then
 			// waited for it while the attempt's day got its own partition
 			// (worker/partitions.go); PostgreSQL refuses the row for the
-			// default's new bounds. (A completion's delivered row in the
-			// same race was routed to the new partition after the wait,
-			// TestDeliveredRacingANewPartition; the refusal is kept
-			// retryable in case PostgreSQL refuses it instead.)
-			// Sent again, it goes to the new one.
+			// default's new bounds. Sent again, it goes to the new one.
+			// (A completion's delivered row in the same race was routed to
+			// the new partition after the wait,
+			// TestDeliveredRacingANewPartition; its refusal is retryable
+			// in case PostgreSQL refuses it instead.)
 			return true
 		}
 		return false
