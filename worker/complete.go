@@ -159,7 +159,7 @@ func retryable(err error) bool {
 		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "53"),
 			strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "40001", pgErr.Code == "40P01":
 			return true
-		case pgErr.Code == "23514" && (pgErr.TableName == "delivery_attempts_default" || pgErr.TableName == "deliveries_delivered_default"):
+		case db.RoutedToDefault(err):
 			// The COPY routed an attempt to the default partition, then
 			// waited for it while the attempt's day got its own partition
 			// (worker/partitions.go); PostgreSQL refuses the row for the
