@@ -148,10 +148,17 @@ func (b *DeliveryFanOutBatchResults) Close() error {
 }
 
 const eventInsertBatch = `-- name: EventInsertBatch :batchone
+WITH taken AS (
+    INSERT INTO event_keys (idempotency_key, event_id)
+    SELECT $4::text, $1::uuid
+    WHERE $4::text IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING event_id
+)
 INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
-VALUES ($1, $2, $3, $4, $5,
-        $6::text[], $7::text[])
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+SELECT $1::uuid, $2::text, $3::json, $4::text, $5::bigint,
+       $6::text[], $7::text[]
+WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id
 `
 
@@ -176,7 +183,8 @@ type EventInsertBatchParams struct {
 // answers with the original event. ON CONFLICT waits for a concurrent insert
 // of the same key to commit, so two racing requests cannot both create it.
 // search_keys/search_values are the payload's search keys, extracted by the
-// caller (NULL when it has none).
+// caller (NULL when it has none). The key is taken in event_keys
+// (migration 00022) and the event stored only when it was.
 func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchParams) *EventInsertBatchBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -219,16 +227,24 @@ func (b *EventInsertBatchBatchResults) Close() error {
 }
 
 const eventInsertSet = `-- name: EventInsertSet :batchmany
+WITH v AS (
+    SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS type, unnest($5::text[]) AS payload,
+           unnest($6::text[]) AS key, unnest($7::bigint[]) AS partner_id,
+           unnest($8::int[]) AS search_at, unnest($9::int[]) AS n_search,
+           generate_subscripts($3::uuid[], 1) AS n
+), taken AS (
+    INSERT INTO event_keys (idempotency_key, event_id)
+    SELECT v.key, v.id FROM v WHERE v.key <> '' ORDER BY v.n
+    ON CONFLICT DO NOTHING
+    RETURNING event_id
+)
 INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN ($1::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
        CASE WHEN v.n_search > 0 THEN ($2::text[])[v.search_at + 1 : v.search_at + v.n_search] END
-FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS type, unnest($5::text[]) AS payload,
-             unnest($6::text[]) AS key, unnest($7::bigint[]) AS partner_id,
-             unnest($8::int[]) AS search_at, unnest($9::int[]) AS n_search,
-             generate_subscripts($3::uuid[], 1) AS n) v
+FROM v
+WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id
 `
 
@@ -262,7 +278,9 @@ type EventInsertSetParams struct {
 // key to commit). A value PostgreSQL refuses fails the whole set, without
 // saying which event: the caller then stores them one statement each
 // (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
-// it travels with BEGIN through db.TxPipeline.SendBatch.
+// it travels with BEGIN through db.TxPipeline.SendBatch. The keys are
+// taken in event_keys first, in the set's order, and an event with a key
+// is stored only when its key was taken (migration 00022).
 func (q *Queries) EventInsertSet(ctx context.Context, arg []EventInsertSetParams) *EventInsertSetBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

@@ -74,49 +74,6 @@ func (q *Queries) DeadLetterReplay(ctx context.Context, arg DeadLetterReplayPara
 	return items, nil
 }
 
-const deliveredPartitionRanges = `-- name: DeliveredPartitionRanges :many
-SELECT c.relname::text AS name,
-       coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1],
-                '00000000-0000-0000-0000-000000000000')::uuid AS from_id,
-       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::uuid AS to_id
-FROM pg_catalog.pg_inherits i
-JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = 'deliveries_delivered'::regclass
-  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
-ORDER BY to_id
-`
-
-type DeliveredPartitionRangesRow struct {
-	Name   string
-	FromID uuid.UUID
-	ToID   uuid.UUID
-}
-
-// The span partitions of deliveries_delivered (worker/partitions.go), with
-// the event ids each covers, [from_id, to_id), in order; the default
-// partition is left out. The bounds are read from the partition's
-// definition, "FOR VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE
-// reads as the nil UUID.
-func (q *Queries) DeliveredPartitionRanges(ctx context.Context) ([]DeliveredPartitionRangesRow, error) {
-	rows, err := q.db.Query(ctx, deliveredPartitionRanges)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DeliveredPartitionRangesRow{}
-	for rows.Next() {
-		var i DeliveredPartitionRangesRow
-		if err := rows.Scan(&i.Name, &i.FromID, &i.ToID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deliveryGet = `-- name: DeliveryGet :one
 SELECT id, event_id, endpoint_id, status, attempt_count, max_attempts, next_attempt_at, lease_expires_at, lease_owner, delivered_at, dead_at, last_error, last_error_class, last_status_code, last_response_ms, replay_count, created_at, replayed_at FROM deliveries WHERE id = $1
 `
@@ -549,6 +506,50 @@ func (q *Queries) RetentionDeleteDelivered(ctx context.Context, arg RetentionDel
 			return nil, err
 		}
 		items = append(items, event_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const spanPartitionRanges = `-- name: SpanPartitionRanges :many
+SELECT c.relname::text AS name,
+       coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1],
+                '00000000-0000-0000-0000-000000000000')::uuid AS from_id,
+       (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::uuid AS to_id
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = to_regclass($1::text)
+  AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ORDER BY to_id
+`
+
+type SpanPartitionRangesRow struct {
+	Name   string
+	FromID uuid.UUID
+	ToID   uuid.UUID
+}
+
+// The span partitions of a table partitioned by event id, events or
+// deliveries_delivered (worker/partitions_delivered.go), with the event
+// ids each covers, [from_id, to_id), in order; the default partition is
+// left out. The bounds are read from the partition's definition, "FOR
+// VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE reads as the nil
+// UUID.
+func (q *Queries) SpanPartitionRanges(ctx context.Context, parent string) ([]SpanPartitionRangesRow, error) {
+	rows, err := q.db.Query(ctx, spanPartitionRanges, parent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SpanPartitionRangesRow{}
+	for rows.Next() {
+		var i SpanPartitionRangesRow
+		if err := rows.Scan(&i.Name, &i.FromID, &i.ToID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -85,7 +85,8 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 }
 
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
-SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE idempotency_key = ANY($1::text[])
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values FROM event_keys k JOIN events ev ON ev.id = k.event_id
+WHERE k.idempotency_key = ANY($1::text[])
 `
 
 func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string) ([]Event, error) {
@@ -517,7 +518,7 @@ WITH found AS MATERIALIZED (
     FROM events WHERE id = $10::uuid
     UNION
     SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
-    FROM events WHERE idempotency_key = $11::text
+    FROM events WHERE id = (SELECT event_id FROM event_keys WHERE idempotency_key = $11::text)
     UNION
     SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
     FROM events WHERE search_values @> ARRAY[$11::text]
@@ -659,11 +660,17 @@ func (q *Queries) NotifyQueueUsage(ctx context.Context) (float64, error) {
 	return usage, err
 }
 
-const retentionDeleteEventsOf = `-- name: RetentionDeleteEventsOf :execrows
-DELETE FROM events ev
-WHERE ev.id = ANY($1::uuid[])
-  AND ev.created_at < $2::timestamptz
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0)
+const retentionDeleteEventsOf = `-- name: RetentionDeleteEventsOf :one
+WITH gone AS (
+    DELETE FROM events ev
+    WHERE ev.id = ANY($1::uuid[])
+      AND ev.created_at < $2::timestamptz
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0) -- as in RetentionSweepEvents
+    RETURNING ev.id
+), keys AS (
+    DELETE FROM event_keys k WHERE k.event_id IN (SELECT id FROM gone)
+)
+SELECT count(*)::bigint FROM gone
 `
 
 type RetentionDeleteEventsOfParams struct {
@@ -672,17 +679,16 @@ type RetentionDeleteEventsOfParams struct {
 }
 
 // Retention: deletes the events among ids older than the cutoff that have
-// no delivery left: an event goes with its last delivery, found without a scan.
+// no delivery left, with their idempotency keys: an event goes with its
+// last delivery, found without a scan. Returns how many went.
 func (q *Queries) RetentionDeleteEventsOf(ctx context.Context, arg RetentionDeleteEventsOfParams) (int64, error) {
-	result, err := q.db.Exec(ctx, retentionDeleteEventsOf, arg.Ids, arg.Before)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, retentionDeleteEventsOf, arg.Ids, arg.Before)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const retentionSweepEvents = `-- name: RetentionSweepEvents :one
-
 WITH scan AS (
     SELECT id, created_at FROM events
     WHERE created_at < $3::timestamptz
@@ -696,6 +702,8 @@ WITH scan AS (
     -- planner sorted or hashed every delivered partition for each batch.
     WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0)
     RETURNING ev.id
+), keys AS (
+    DELETE FROM event_keys k WHERE k.event_id IN (SELECT id FROM gone)
 ), last AS (
     SELECT created_at, id FROM scan ORDER BY created_at DESC, id DESC LIMIT 1
 )
@@ -719,9 +727,8 @@ type RetentionSweepEventsRow struct {
 	LastID        uuid.UUID
 }
 
-// as in RetentionSweepEvents
 // Retention: deletes the events older than the cutoff with no delivery
-// (none subscribed, or a filter took none), a batch at a time in log order
+// (none subscribed, or a filter took none), and their keys, a batch at a time in log order
 // after the cursor (after_created_at, after_id): the caller moves it to the last
 // event scanned, so events kept for their dead letters are passed over
 // once, not rescanned by every batch (at 10 million events, a sweep from

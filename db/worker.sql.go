@@ -24,15 +24,6 @@ func (q *Queries) AnalyzeDeliveries(ctx context.Context) error {
 	return err
 }
 
-const analyzeEvents = `-- name: AnalyzeEvents :exec
-ANALYZE events
-`
-
-func (q *Queries) AnalyzeEvents(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, analyzeEvents)
-	return err
-}
-
 const claimSettings = `-- name: ClaimSettings :exec
 
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)

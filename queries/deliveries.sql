@@ -193,18 +193,19 @@ WHERE id = ANY (ARRAY(
     LIMIT @batch_size::int))
 RETURNING event_id;
 
--- name: DeliveredPartitionRanges :many
--- The span partitions of deliveries_delivered (worker/partitions.go), with
--- the event ids each covers, [from_id, to_id), in order; the default
--- partition is left out. The bounds are read from the partition's
--- definition, "FOR VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE
--- reads as the nil UUID.
+-- name: SpanPartitionRanges :many
+-- The span partitions of a table partitioned by event id, events or
+-- deliveries_delivered (worker/partitions_delivered.go), with the event
+-- ids each covers, [from_id, to_id), in order; the default partition is
+-- left out. The bounds are read from the partition's definition, "FOR
+-- VALUES FROM (MINVALUE | 'uuid') TO ('uuid')"; MINVALUE reads as the nil
+-- UUID.
 SELECT c.relname::text AS name,
        coalesce((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1],
                 '00000000-0000-0000-0000-000000000000')::uuid AS from_id,
        (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::uuid AS to_id
 FROM pg_catalog.pg_inherits i
 JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = 'deliveries_delivered'::regclass
+WHERE i.inhparent = to_regclass(@parent::text)
   AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
 ORDER BY to_id;

@@ -4,11 +4,19 @@
 -- answers with the original event. ON CONFLICT waits for a concurrent insert
 -- of the same key to commit, so two racing requests cannot both create it.
 -- search_keys/search_values are the payload's search keys, extracted by the
--- caller (NULL when it has none).
+-- caller (NULL when it has none). The key is taken in event_keys
+-- (migration 00022) and the event stored only when it was.
+WITH taken AS (
+    INSERT INTO event_keys (idempotency_key, event_id)
+    SELECT sqlc.narg('idempotency_key')::text, @id::uuid
+    WHERE sqlc.narg('idempotency_key')::text IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING event_id
+)
 INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
-VALUES (@id, @type, @payload, sqlc.narg('idempotency_key'), sqlc.narg('partner_id'),
-        sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[])
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+SELECT @id::uuid, @type::text, @payload::json, sqlc.narg('idempotency_key')::text, sqlc.narg('partner_id')::bigint,
+       sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[]
+WHERE sqlc.narg('idempotency_key')::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id;
 
 -- name: EventInsertSet :batchmany
@@ -24,17 +32,27 @@ RETURNING id;
 -- key to commit). A value PostgreSQL refuses fails the whole set, without
 -- saying which event: the caller then stores them one statement each
 -- (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
--- it travels with BEGIN through db.TxPipeline.SendBatch.
+-- it travels with BEGIN through db.TxPipeline.SendBatch. The keys are
+-- taken in event_keys first, in the set's order, and an event with a key
+-- is stored only when its key was taken (migration 00022).
+WITH v AS (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@types::text[]) AS type, unnest(@payloads::text[]) AS payload,
+           unnest(@keys::text[]) AS key, unnest(@partner_ids::bigint[]) AS partner_id,
+           unnest(@search_offsets::int[]) AS search_at, unnest(@search_counts::int[]) AS n_search,
+           generate_subscripts(@ids::uuid[], 1) AS n
+), taken AS (
+    INSERT INTO event_keys (idempotency_key, event_id)
+    SELECT v.key, v.id FROM v WHERE v.key <> '' ORDER BY v.n
+    ON CONFLICT DO NOTHING
+    RETURNING event_id
+)
 INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN (@search_keys::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
        CASE WHEN v.n_search > 0 THEN (@search_values::text[])[v.search_at + 1 : v.search_at + v.n_search] END
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@types::text[]) AS type, unnest(@payloads::text[]) AS payload,
-             unnest(@keys::text[]) AS key, unnest(@partner_ids::bigint[]) AS partner_id,
-             unnest(@search_offsets::int[]) AS search_at, unnest(@search_counts::int[]) AS n_search,
-             generate_subscripts(@ids::uuid[], 1) AS n) v
+FROM v
+WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
 
 -- name: NotificationEnqueue :exec
@@ -91,7 +109,8 @@ SELECT pg_notification_queue_usage()::float8 AS usage;
 SELECT * FROM events WHERE id = @id;
 
 -- name: EventListByIdempotencyKeys :many
-SELECT * FROM events WHERE idempotency_key = ANY(@keys::text[]);
+SELECT ev.* FROM event_keys k JOIN events ev ON ev.id = k.event_id
+WHERE k.idempotency_key = ANY(@keys::text[]);
 
 -- name: EventPage :many
 -- One page of the event log, newest first: events older than the cursor
@@ -220,7 +239,7 @@ WITH found AS MATERIALIZED (
     FROM events WHERE id = sqlc.narg('q_id')::uuid
     UNION
     SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
-    FROM events WHERE idempotency_key = @q::text
+    FROM events WHERE id = (SELECT event_id FROM event_keys WHERE idempotency_key = @q::text)
     UNION
     SELECT id, type, idempotency_key, partner_id, created_at, search_keys, search_values
     FROM events WHERE search_values @> ARRAY[@q::text]
@@ -256,17 +275,24 @@ WHERE hookline_subscribes(@event_types::text[], r.type)
 ORDER BY r.id DESC
 LIMIT @max_rows;
 
--- name: RetentionDeleteEventsOf :execrows
+-- name: RetentionDeleteEventsOf :one
 -- Retention: deletes the events among ids older than the cutoff that have
--- no delivery left: an event goes with its last delivery, found without a scan.
-DELETE FROM events ev
-WHERE ev.id = ANY(@ids::uuid[])
-  AND ev.created_at < @before::timestamptz
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0); -- as in RetentionSweepEvents
+-- no delivery left, with their idempotency keys: an event goes with its
+-- last delivery, found without a scan. Returns how many went.
+WITH gone AS (
+    DELETE FROM events ev
+    WHERE ev.id = ANY(@ids::uuid[])
+      AND ev.created_at < @before::timestamptz
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0) -- as in RetentionSweepEvents
+    RETURNING ev.id
+), keys AS (
+    DELETE FROM event_keys k WHERE k.event_id IN (SELECT id FROM gone)
+)
+SELECT count(*)::bigint FROM gone;
 
 -- name: RetentionSweepEvents :one
 -- Retention: deletes the events older than the cutoff with no delivery
--- (none subscribed, or a filter took none), a batch at a time in log order
+-- (none subscribed, or a filter took none), and their keys, a batch at a time in log order
 -- after the cursor (after_created_at, after_id): the caller moves it to the last
 -- event scanned, so events kept for their dead letters are passed over
 -- once, not rescanned by every batch (at 10 million events, a sweep from
@@ -286,6 +312,8 @@ WITH scan AS (
     -- planner sorted or hashed every delivered partition for each batch.
     WHERE ev.id = s.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id OFFSET 0)
     RETURNING ev.id
+), keys AS (
+    DELETE FROM event_keys k WHERE k.event_id IN (SELECT id FROM gone)
 ), last AS (
     SELECT created_at, id FROM scan ORDER BY created_at DESC, id DESC LIMIT 1
 )

@@ -272,9 +272,6 @@ ORDER BY c.relname;
 -- only it, and autovacuum never analyzes a partitioned table itself.
 ANALYZE deliveries_queue;
 
--- name: AnalyzeEvents :exec
-ANALYZE events;
-
 -- name: RetentionLockTry :one
 -- One retention pass at a time across replicas: a session lock, held by
 -- the connection that runs the pass and released when it ends (or when that

@@ -178,7 +178,7 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 	if !errors.As(err, &pgErr) {
 		return nil, false
 	}
-	return pgErr, strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "23514" || pgErr.Code == "23502"
+	return pgErr, strings.HasPrefix(pgErr.Code, "22") || (pgErr.Code == "23514" && !db.RoutedToDefault(err)) || pgErr.Code == "23502"
 }
 
 // storeEvents inserts validated events and their fan-out in one
@@ -196,18 +196,25 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 		return err
 	}
 	defer conn.Release()
-	for _, oneByOne := range []bool{false, true} {
+	oneByOne, rerouted := false, 0
+	for {
 		tx := db.NewTxPipeline(conn)
 		err = s.storeEventsIn(ctx, tx, ok, results, oneByOne)
 		if err == nil {
 			return nil
 		}
 		tx.Rollback(ctx)
-		if !errors.Is(err, errRefusedInSet) {
+		switch {
+		case errors.Is(err, errRefusedInSet) && !oneByOne:
+			oneByOne = true
+		case db.RoutedToDefault(err) && rerouted < 3:
+			// A partition of events was made meanwhile: stored again,
+			// the events go into it.
+			rerouted++
+		default:
 			return err
 		}
 	}
-	return err
 }
 
 // errRefusedInSet: PostgreSQL refused one of a set of events as data.

@@ -72,13 +72,13 @@ func deliveredPartitionName(from time.Time) string {
 // partitions could not be read): every delivered delivery of an event
 // made before then is gone, but for those in the default partition.
 func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (oldest time.Time, err error) {
-	rows, err := w.q.DeliveredPartitionRanges(ctx)
+	rows, err := w.spanPartitions(ctx, deliveredPartitioned.table)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("find the delivered partitions: %w", err)
+		return time.Time{}, err
 	}
 	have := make([]timeRange, len(rows))
 	for i, r := range rows {
-		have[i] = timeRange{uuidTime(r.FromID), uuidTime(r.ToID)}
+		have[i] = timeRange{uuidTime(r.from), uuidTime(r.to)}
 	}
 	r := w.cfg.Retention
 	span := deliveredPartitionSpan(r.Delivered)
@@ -102,8 +102,8 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 			}
 			continue
 		}
-		if err := w.dropPartition(ctx, p.Name); err != nil {
-			return have[i].from, fmt.Errorf("drop delivered partition %s: %w", p.Name, err)
+		if err := w.dropPartition(ctx, p.name); err != nil {
+			return have[i].from, fmt.Errorf("drop delivered partition %s: %w", p.name, err)
 		}
 	}
 	return oldest, nil

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/hookline/hookline/db"
 )
 
 // TestDeliveredPartitions: retention keeps partitions of
@@ -51,21 +49,21 @@ func TestDeliveredPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	have, err := w.q.DeliveredPartitionRanges(ctx)
+	have, err := w.spanPartitions(ctx, "deliveries_delivered")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range have {
-		from, to := uuidTime(r.FromID), uuidTime(r.ToID)
-		if i > 0 && r.FromID != have[i-1].ToID {
-			t.Fatalf("partition %s starts at %v, the one before ends at %v", r.Name, from, uuidTime(have[i-1].ToID))
+		from, to := uuidTime(r.from), uuidTime(r.to)
+		if i > 0 && r.from != have[i-1].to {
+			t.Fatalf("partition %s starts at %v, the one before ends at %v", r.name, from, uuidTime(have[i-1].to))
 		}
-		if !to.Equal(spanEnd(from, span)) || r.Name != deliveredPartitionName(from) {
-			t.Fatalf("partition %s covers [%v, %v), want one span of %v", r.Name, from, to, span)
+		if !to.Equal(spanEnd(from, span)) || r.name != deliveredPartitionName(from) {
+			t.Fatalf("partition %s covers [%v, %v), want one span of %v", r.name, from, to, span)
 		}
 	}
-	if len(have) == 0 || uuidTime(have[0].FromID).After(clk.Now().Add(-span)) ||
-		uuidTime(have[len(have)-1].ToID).Before(clk.Now().Add(deliveredAhead(span, w.cfg.Retention.Every))) {
+	if len(have) == 0 || uuidTime(have[0].from).After(clk.Now().Add(-span)) ||
+		uuidTime(have[len(have)-1].to).Before(clk.Now().Add(deliveredAhead(span, w.cfg.Retention.Every))) {
 		t.Fatalf("partitions %v do not cover a span before now to the time ahead", have)
 	}
 	if got := partitionOf(t, e, early); got == "deliveries_delivered_default" {
@@ -113,14 +111,14 @@ func TestDeliveredPartitions(t *testing.T) {
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, err := w.q.DeliveredPartitionRanges(ctx)
+	after, err := w.spanPartitions(ctx, "deliveries_delivered")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range have {
-		if slices.ContainsFunc(after, func(a db.DeliveredPartitionRangesRow) bool { return a.Name == r.Name }) &&
-			!uuidTime(r.ToID).After(clk.Now().Add(-retention)) {
-			t.Errorf("partition %s, wholly past the retention, was kept", r.Name)
+		if slices.ContainsFunc(after, func(a spanPartition) bool { return a.name == r.name }) &&
+			!uuidTime(r.to).After(clk.Now().Add(-retention)) {
+			t.Errorf("partition %s, wholly past the retention, was kept", r.name)
 		}
 	}
 	if len(after) > maxDeliveredPartitions+int(deliveredAhead(span, w.cfg.Retention.Every)/span)+2 {

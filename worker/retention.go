@@ -131,6 +131,21 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 	if !oldestSpan.IsZero() && oldestSpan.Before(sweepBefore) {
 		sweepBefore = oldestSpan
 	}
+	// Events go by span as well, once their span's delivered deliveries
+	// are gone: those kept for a delivery are left to the sweep below.
+	if spansKnown {
+		n, err := w.keepEventPartitions(ctx, now, sweepBefore)
+		w.metrics.observeRetained("events", n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, err
+			}
+			w.log.Warn("event partitions", "err", err)
+		}
+	} else if _, err := w.makeEventPartitions(ctx, now); err != nil && ctx.Err() == nil {
+		// Events go to the default partition meanwhile.
+		w.log.Warn("event partitions", "err", err)
+	}
 	deadline := time.Now().Add(r.Budget)
 	// Events go in the steps below, counted here and logged once a pass,
 	// not once a batch.

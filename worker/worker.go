@@ -323,6 +323,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if _, err := w.keepDeliveredPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
 		w.log.Warn("delivered partitions", "err", err)
 	}
+	// And the events' spans, for the ingest's events likewise.
+	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
+		w.log.Warn("event partitions", "err", err)
+	}
 
 	completerDone := make(chan struct{})
 	go func() {

@@ -25,8 +25,8 @@ const (
 
 // PopulateResult counts what Populate wrote.
 type PopulateResult struct {
-	Events, Deliveries, Attempts int64
-	Duration                     time.Duration
+	Events, EventKeys, Deliveries, Attempts int64
+	Duration                                time.Duration
 }
 
 // Populate fills an empty hookline database with n events spread over the
@@ -147,6 +147,12 @@ SELECT md5('ev' || g)::uuid,
 FROM generate_series($1::bigint, $2::bigint) g
 -- $5 is used by the other statements
 WHERE $5::bigint IS NOT NULL`},
+	// Their idempotency keys, where ingest takes them (migration 00022).
+	{"event keys", func(r *PopulateResult) *int64 { return &r.EventKeys }, `
+INSERT INTO event_keys (idempotency_key, event_id)
+SELECT 'ord-' || g, md5('ev' || g)::uuid
+FROM generate_series($1::bigint, $2::bigint) g
+WHERE g % 2 = 0 AND $3::timestamptz IS NOT NULL AND $4::bigint IS NOT NULL AND $5::bigint IS NOT NULL`},
 	{"deliveries", func(r *PopulateResult) *int64 { return &r.Deliveries }, populateDeliveries},
 	{"attempts", func(r *PopulateResult) *int64 { return &r.Attempts }, populateAttempts},
 }
@@ -217,7 +223,7 @@ SELECT d.id, d.endpoint_id, a, d.created_at + interval '30 seconds' * (a - 1) + 
 FROM d, generate_series(1, d.attempt_count) a`
 
 // populateTables are the tables Populate loads.
-var populateTables = []string{"events", "deliveries", "delivery_attempts"}
+var populateTables = []string{"events", "event_keys", "deliveries", "delivery_attempts"}
 
 // dropIndexes drops the loaded tables' foreign keys, primary and unique
 // constraints and indexes, and returns the statements that recreate them,

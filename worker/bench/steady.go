@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -602,7 +603,11 @@ func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n
 	var ids []uuid.UUID
 	err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
 		var err error
-		ids, err = ingest(ctx, conn, cache, n, payload, typeOf)
+		for range 3 { // as storeEvents, again when a partition of events was made meanwhile
+			if ids, err = ingest(ctx, conn, cache, n, payload, typeOf); !db.RoutedToDefault(err) {
+				break
+			}
+		}
 		return err
 	})
 	return ids, err

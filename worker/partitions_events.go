@@ -1,0 +1,177 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// events is partitioned by ranges of id (migration 00022), in the same
+// spans as deliveries_delivered: the partition of [t1, t2) holds the
+// events created in it. The worker makes them ahead with the delivered
+// spans, and once the delivered deliveries of a span are dropped, it
+// drops the span's events too: those that still have a delivery (waiting,
+// retrying, dead, or delivered into the default partition) are first
+// copied into a partition of their own for the same range, named with
+// keptSuffix, and the span's partition is dropped in the same
+// transaction, so no reader ever misses one of them. A kept partition
+// holds a handful of rows; the events sweep deletes them one by one as
+// their deliveries go, and the partition is dropped once it is empty.
+// The events kept when the table was partitioned are one partition,
+// events_before_partitions, which ends where partitioning began and goes
+// the same way.
+var eventsPartitioned = partitioned{"events", "events_default", "id"}
+
+// keptSuffix names the partition a span's kept events are copied into.
+const keptSuffix = "_kept"
+
+// eventPartitionName names the events' partition starting at from.
+func eventPartitionName(from time.Time) string {
+	return "events_" + from.UTC().Format("20060102t150405")
+}
+
+// makeEventPartitions creates the partitions of events that the span
+// before now and the time ahead need and do not have yet (see
+// keepDeliveredPartitions). It returns the partitions there are.
+func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]spanPartition, error) {
+	have, err := w.spanPartitions(ctx, eventsPartitioned.table)
+	if err != nil {
+		return nil, err
+	}
+	ranges := make([]timeRange, len(have))
+	for i, p := range have {
+		ranges[i] = timeRange{uuidTime(p.from), uuidTime(p.to)}
+	}
+	r := w.cfg.Retention
+	span := deliveredPartitionSpan(r.Delivered)
+	for _, m := range missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span) {
+		from, to := m[0], m[1]
+		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+			return makePartition(ctx, tx, eventsPartitioned, eventPartitionName(from),
+				uuidAt(from).String(), uuidAt(to).String())
+		}); err != nil {
+			return nil, fmt.Errorf("create event partition %s: %w", eventPartitionName(from), err)
+		}
+	}
+	return have, nil
+}
+
+// keepEventPartitions makes the coming spans' partitions of events and
+// drops those that end at or before before, keeping the events that
+// still have a delivery (see eventsPartitioned). before must be no later
+// than the oldest span of delivered deliveries kept: every event older
+// has no delivery left but in the queue and the delivered default
+// partition, so the events kept are few. It reports how many events were
+// dropped with their partitions.
+func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time) (dropped int64, err error) {
+	have, err := w.makeEventPartitions(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range have {
+		if uuidTime(p.to).After(before) {
+			continue
+		}
+		if strings.HasSuffix(p.name, keptSuffix) {
+			if err := w.dropKeptEvents(ctx, p); err != nil {
+				return dropped, fmt.Errorf("drop kept events %s: %w", p.name, err)
+			}
+			continue
+		}
+		n, err := w.dropEventSpan(ctx, p)
+		if err != nil {
+			return dropped, fmt.Errorf("drop event partition %s: %w", p.name, err)
+		}
+		dropped += n
+	}
+	return dropped, nil
+}
+
+// dropEventSpan drops the events partition p with its events' idempotency
+// keys, after copying the events that still have a delivery into
+// p.name+keptSuffix, attached for the same range in the same transaction.
+// It reports about how many events went (from the table's statistics).
+func (w *Worker) dropEventSpan(ctx context.Context, p spanPartition) (dropped int64, err error) {
+	var kept int64
+	err = w.partitionDDL(ctx, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", p.name).Scan(&exists); err != nil || !exists {
+			return err // another replica dropped it
+		}
+		span := pgx.Identifier{p.name}.Sanitize()
+		keep := pgx.Identifier{p.name + keptSuffix}.Sanitize()
+		lo, hi := "'"+p.from.String()+"'", "'"+p.to.String()+"'"
+		// How many go, as the statistics have it: counting would read
+		// the whole span.
+		if err := tx.QueryRow(ctx, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = $1::regclass", p.name).Scan(&dropped); err != nil {
+			return err
+		}
+		// The kept events, found from their deliveries (an index range on
+		// the queue and the delivered default partition), not by reading
+		// the span.
+		if _, err := tx.Exec(ctx, "CREATE TABLE "+keep+" (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO `+keep+` SELECT ev.* FROM `+span+` ev
+			WHERE ev.id IN (SELECT d.event_id FROM deliveries d WHERE d.event_id >= `+lo+` AND d.event_id < `+hi+`)`)
+		if err != nil {
+			return err
+		}
+		kept = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, `DELETE FROM event_keys k WHERE k.event_id >= `+lo+` AND k.event_id < `+hi+`
+			AND NOT EXISTS (SELECT 1 FROM `+keep+` ev WHERE ev.id = k.event_id)`); err != nil {
+			return err
+		}
+		// From here to the commit, events is locked (ACCESS EXCLUSIVE):
+		// two catalog changes and a scan of the few rows kept.
+		if _, err := tx.Exec(ctx, "DROP TABLE "+span); err != nil {
+			return err
+		}
+		if kept == 0 {
+			_, err := tx.Exec(ctx, "DROP TABLE "+keep)
+			return err
+		}
+		_, err = tx.Exec(ctx, "ALTER TABLE events ATTACH PARTITION "+keep+" FOR VALUES FROM ("+lo+") TO ("+hi+")")
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	dropped = max(0, dropped-kept)
+	w.log.Info("retention dropped a partition", "table", p.name, "rows_estimate", dropped, "kept", kept)
+	return dropped, nil
+}
+
+// dropKeptEvents drops a partition of kept events once the events sweep
+// has deleted them all.
+func (w *Worker) dropKeptEvents(ctx context.Context, p spanPartition) error {
+	var empty bool
+	if err := w.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil || !empty {
+		return err
+	}
+	return w.dropPartition(ctx, p.name)
+}
+
+// spanPartition is a partition of a table partitioned by event id: its
+// name and the ids it covers, [from, to).
+type spanPartition struct {
+	name     string
+	from, to uuid.UUID
+}
+
+// spanPartitions reads the span partitions of table, in order.
+func (w *Worker) spanPartitions(ctx context.Context, table string) ([]spanPartition, error) {
+	rows, err := w.q.SpanPartitionRanges(ctx, table)
+	if err != nil {
+		return nil, fmt.Errorf("find the partitions of %s: %w", table, err)
+	}
+	out := make([]spanPartition, len(rows))
+	for i, r := range rows {
+		out[i] = spanPartition{r.Name, r.FromID, r.ToID}
+	}
+	return out, nil
+}
