@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // delivery_attempts is partitioned by started_at into spans of whole UTC
@@ -27,10 +29,22 @@ const (
 	// most (the days ahead come on top).
 	maxAttemptPartitions = 14
 	// partitionLockTimeout bounds how long partition DDL waits for its
-	// locks: dropping a partition needs the parent's ACCESS EXCLUSIVE
-	// lock, and every statement on delivery_attempts queues behind it
-	// while it waits. One that times out is tried on the next pass.
-	partitionLockTimeout = "500ms"
+	// locks: making a partition needs the default partition's ACCESS
+	// EXCLUSIVE lock and dropping one the parent's, and every statement
+	// on the table queues behind the DDL while it waits. A statement that
+	// reads the table for seconds (a report, an export) holds the DDL
+	// off; with 500 ms of waiting, each try stalled the hot statements
+	// for those 500 ms, and in a soak whose bench read the events for
+	// 1-4 s each minute, partitions went unmade for passes on end and
+	// events went to the default partition meanwhile. Short waits, tried
+	// again a moment later (partitionDDLTries), stall the hot statements
+	// far less and find the gap between long readers.
+	partitionLockTimeout = "50ms"
+	// partitionDDLTries is how many times partition DDL is tried when it
+	// cannot have its locks, partitionDDLPause × the tries so far apart;
+	// after that it is tried again at the next pass.
+	partitionDDLTries = 8
+	partitionDDLPause = 250 * time.Millisecond
 	// partitionLockKey serializes partition DDL between replicas
 	// (pg_advisory_xact_lock): "hookline attempt partitions".
 	partitionLockKey = int64(0x686c5f7061727473)
@@ -183,15 +197,27 @@ func (w *Worker) dropPartition(ctx context.Context, name string) error {
 }
 
 // partitionDDL runs fn in a transaction that holds the partition lock and
-// waits at most partitionLockTimeout for any other lock.
+// waits at most partitionLockTimeout for any other lock, up to
+// partitionDDLTries times while it cannot have them.
 func (w *Worker) partitionDDL(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+	for try := 1; ; try++ {
+		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" || try == partitionDDLTries {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
+		select {
+		case <-ctx.Done():
 			return err
+		case <-time.After(time.Duration(try) * partitionDDLPause):
 		}
-		return fn(tx)
-	})
+	}
 }

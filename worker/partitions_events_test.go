@@ -148,3 +148,35 @@ func eventsLeft(t *testing.T, e *env) []uuid.UUID {
 func sorted(ids ...uuid.UUID) []uuid.UUID {
 	return slices.SortedFunc(slices.Values(ids), func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 }
+
+// TestPartitionDDLWaitsOutALongReader: a statement that reads events for
+// a second holds off the lock a new partition needs; the DDL waits a
+// moment at a time, so it stalls other statements briefly, and tries
+// again until the reader is done.
+func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := e.worker(nil)
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE events_default IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(time.Second)
+		tx.Rollback(ctx)
+	}()
+	start := time.Now()
+	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil {
+		t.Fatalf("partitions behind a reader of a second: %v", err)
+	}
+	if p, err := w.eventPartitionAt(ctx, w.now()); err != nil || p == "" {
+		t.Fatalf("no partition for now: %q, %v", p, err)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("made in %v, before the reader was done", waited)
+	}
+}
