@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,10 +120,8 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 	if err != nil {
 		return fmt.Errorf("find expired attempt partitions: %w", err)
 	}
-	for _, name := range expired {
-		if err := w.dropPartition(ctx, name); err != nil {
-			return fmt.Errorf("drop attempt partition %s: %w", name, err)
-		}
+	if err := w.dropPartitions(ctx, expired...); err != nil {
+		return fmt.Errorf("drop attempt partitions %v: %w", expired, err)
 	}
 	return nil
 }
@@ -183,16 +182,26 @@ func makePartition(ctx context.Context, tx pgx.Tx, p partitioned, name, lo, hi s
 	return nil
 }
 
-// dropPartition drops a partition past its retention (under partitionDDL)
-// and logs it.
-func (w *Worker) dropPartition(ctx context.Context, name string) error {
+// dropPartitions drops partitions past their retention, in one
+// transaction (under partitionDDL), and logs them: one wait for the
+// parent's ACCESS EXCLUSIVE lock however many a pass drops.
+func (w *Worker) dropPartitions(ctx context.Context, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	idents := make([]string, len(names))
+	for i, n := range names {
+		idents[i] = pgx.Identifier{n}.Sanitize()
+	}
 	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+strings.Join(idents, ", "))
 		return err
 	}); err != nil {
 		return err
 	}
-	w.log.Info("retention dropped a partition", "table", name)
+	for _, n := range names {
+		w.log.Info("retention dropped a partition", "table", n)
+	}
 	return nil
 }
 

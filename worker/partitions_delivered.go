@@ -82,19 +82,18 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 	}
 	r := w.cfg.Retention
 	span := deliveredPartitionSpan(r.Delivered)
-	for _, m := range missingPartitions(have, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span) {
-		from, to := m[0], m[1]
-		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
-			return makePartition(ctx, tx, deliveredPartitioned, deliveredPartitionName(from),
-				uuidAt(from).String(), uuidAt(to).String())
-		}); err != nil {
-			return time.Time{}, fmt.Errorf("create delivered partition %s: %w", deliveredPartitionName(from), err)
-		}
-		if oldest.IsZero() || from.Before(oldest) {
-			oldest = from
+	missing := missingPartitions(have, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
+	if err := w.makeSpanPartitions(ctx, deliveredPartitioned, deliveredPartitionName, missing); err != nil {
+		return time.Time{}, err
+	}
+	for _, m := range missing {
+		if oldest.IsZero() || m[0].Before(oldest) {
+			oldest = m[0]
 		}
 	}
 	cutoff := now.Add(-r.Delivered)
+	var expired []string
+	var firstExpired time.Time
 	for i, p := range rows {
 		if have[i].to.After(cutoff) {
 			if oldest.IsZero() || have[i].from.Before(oldest) {
@@ -102,9 +101,33 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 			}
 			continue
 		}
-		if err := w.dropPartition(ctx, p.name); err != nil {
-			return have[i].from, fmt.Errorf("drop delivered partition %s: %w", p.name, err)
+		if len(expired) == 0 {
+			firstExpired = have[i].from
 		}
+		expired = append(expired, p.name)
+	}
+	if err := w.dropPartitions(ctx, expired...); err != nil {
+		return firstExpired, fmt.Errorf("drop delivered partitions %v: %w", expired, err)
 	}
 	return oldest, nil
+}
+
+// makeSpanPartitions makes the partitions of p for the spans missing,
+// each named by name(its start), in one transaction: one wait for the
+// default partition's lock however many a pass makes.
+func (w *Worker) makeSpanPartitions(ctx context.Context, p partitioned, name func(time.Time) string, missing [][2]time.Time) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+		for _, m := range missing {
+			if err := makePartition(ctx, tx, p, name(m[0]), uuidAt(m[0]).String(), uuidAt(m[1]).String()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("create partitions of %s from %s: %w", p.table, name(missing[0][0]), err)
+	}
+	return nil
 }

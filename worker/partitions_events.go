@@ -48,14 +48,9 @@ func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]span
 	}
 	r := w.cfg.Retention
 	span := deliveredPartitionSpan(r.Delivered)
-	for _, m := range missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span) {
-		from, to := m[0], m[1]
-		if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
-			return makePartition(ctx, tx, eventsPartitioned, eventPartitionName(from),
-				uuidAt(from).String(), uuidAt(to).String())
-		}); err != nil {
-			return nil, fmt.Errorf("create event partition %s: %w", eventPartitionName(from), err)
-		}
+	missing := missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
+	if err := w.makeSpanPartitions(ctx, eventsPartitioned, eventPartitionName, missing); err != nil {
+		return nil, err
 	}
 	return have, nil
 }
@@ -65,85 +60,109 @@ func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]span
 // still have a delivery (see eventsPartitioned). before must be no later
 // than the oldest span of delivered deliveries kept: every event older
 // has no delivery left but in the queue and the delivered default
-// partition, so the events kept are few. It reports how many events were
-// dropped with their partitions.
+// partition, so the events kept are few. It reports about how many
+// events were dropped with their partitions.
 func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time) (dropped int64, err error) {
 	have, err := w.makeEventPartitions(ctx, now)
 	if err != nil {
 		return 0, err
 	}
+	var spans []spanPartition
 	for _, p := range have {
 		if uuidTime(p.to).After(before) {
 			continue
 		}
 		if strings.HasSuffix(p.name, keptSuffix) {
 			if err := w.dropKeptEvents(ctx, p); err != nil {
-				return dropped, fmt.Errorf("drop kept events %s: %w", p.name, err)
+				return 0, fmt.Errorf("drop kept events %s: %w", p.name, err)
 			}
 			continue
 		}
-		n, err := w.dropEventSpan(ctx, p)
-		if err != nil {
-			return dropped, fmt.Errorf("drop event partition %s: %w", p.name, err)
-		}
-		dropped += n
+		spans = append(spans, p)
+	}
+	if len(spans) == 0 {
+		return 0, nil
+	}
+	dropped, err = w.dropEventSpans(ctx, spans)
+	if err != nil {
+		return 0, fmt.Errorf("drop event partitions from %s: %w", spans[0].name, err)
 	}
 	return dropped, nil
 }
 
-// dropEventSpan drops the events partition p with its events' idempotency
-// keys, after copying the events that still have a delivery into
-// p.name+keptSuffix, attached for the same range in the same transaction.
-// It reports about how many events went (from the table's statistics).
-func (w *Worker) dropEventSpan(ctx context.Context, p spanPartition) (dropped int64, err error) {
-	var kept int64
+// dropEventSpans drops the events partitions spans with their events'
+// idempotency keys, after copying the events that still have a delivery
+// into a partition named with keptSuffix for each span's range, all in
+// one transaction: one wait for events' ACCESS EXCLUSIVE lock however
+// many spans a pass drops. It reports about how many events went (from
+// the tables' statistics: counting would read the spans).
+func (w *Worker) dropEventSpans(ctx context.Context, spans []spanPartition) (dropped int64, err error) {
+	kept := make([]int64, len(spans))
 	err = w.partitionDDL(ctx, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", p.name).Scan(&exists); err != nil || !exists {
-			return err // another replica dropped it
+		dropped = 0
+		var drop []string
+		for i, p := range spans {
+			kept[i] = 0
+			var exists bool
+			var rows int64
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL,
+				coalesce((SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass($1)), 0)`, p.name).Scan(&exists, &rows); err != nil {
+				return err
+			}
+			if !exists {
+				continue // another replica dropped it
+			}
+			dropped += rows
+			span := pgx.Identifier{p.name}.Sanitize()
+			keep := pgx.Identifier{p.name + keptSuffix}.Sanitize()
+			lo, hi := "'"+p.from.String()+"'", "'"+p.to.String()+"'"
+			// The kept events, found from their deliveries (an index
+			// range on the queue and the delivered default partition),
+			// not by reading the span.
+			if _, err := tx.Exec(ctx, "CREATE TABLE "+keep+" (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO `+keep+` SELECT ev.* FROM `+span+` ev
+				WHERE ev.id IN (SELECT d.event_id FROM deliveries d WHERE d.event_id >= `+lo+` AND d.event_id < `+hi+`)`)
+			if err != nil {
+				return err
+			}
+			kept[i] = tag.RowsAffected()
+			if _, err := tx.Exec(ctx, `DELETE FROM event_keys k WHERE k.event_id >= `+lo+` AND k.event_id < `+hi+`
+				AND NOT EXISTS (SELECT 1 FROM `+keep+` ev WHERE ev.id = k.event_id)`); err != nil {
+				return err
+			}
+			drop = append(drop, span)
+			if kept[i] == 0 {
+				drop = append(drop, keep)
+			}
 		}
-		span := pgx.Identifier{p.name}.Sanitize()
-		keep := pgx.Identifier{p.name + keptSuffix}.Sanitize()
-		lo, hi := "'"+p.from.String()+"'", "'"+p.to.String()+"'"
-		// How many go, as the statistics have it: counting would read
-		// the whole span.
-		if err := tx.QueryRow(ctx, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = $1::regclass", p.name).Scan(&dropped); err != nil {
-			return err
-		}
-		// The kept events, found from their deliveries (an index range on
-		// the queue and the delivered default partition), not by reading
-		// the span.
-		if _, err := tx.Exec(ctx, "CREATE TABLE "+keep+" (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO `+keep+` SELECT ev.* FROM `+span+` ev
-			WHERE ev.id IN (SELECT d.event_id FROM deliveries d WHERE d.event_id >= `+lo+` AND d.event_id < `+hi+`)`)
-		if err != nil {
-			return err
-		}
-		kept = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, `DELETE FROM event_keys k WHERE k.event_id >= `+lo+` AND k.event_id < `+hi+`
-			AND NOT EXISTS (SELECT 1 FROM `+keep+` ev WHERE ev.id = k.event_id)`); err != nil {
-			return err
+		if len(drop) == 0 {
+			return nil
 		}
 		// From here to the commit, events is locked (ACCESS EXCLUSIVE):
-		// two catalog changes and a scan of the few rows kept.
-		if _, err := tx.Exec(ctx, "DROP TABLE "+span); err != nil {
+		// catalog changes and a check of the few rows kept.
+		if _, err := tx.Exec(ctx, "DROP TABLE "+strings.Join(drop, ", ")); err != nil {
 			return err
 		}
-		if kept == 0 {
-			_, err := tx.Exec(ctx, "DROP TABLE "+keep)
-			return err
+		for i, p := range spans {
+			if kept[i] > 0 {
+				if _, err := tx.Exec(ctx, "ALTER TABLE events ATTACH PARTITION "+pgx.Identifier{p.name + keptSuffix}.Sanitize()+
+					" FOR VALUES FROM ('"+p.from.String()+"') TO ('"+p.to.String()+"')"); err != nil {
+					return err
+				}
+			}
 		}
-		_, err = tx.Exec(ctx, "ALTER TABLE events ATTACH PARTITION "+keep+" FOR VALUES FROM ("+lo+") TO ("+hi+")")
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	dropped = max(0, dropped-kept)
-	w.log.Info("retention dropped a partition", "table", p.name, "rows_estimate", dropped, "kept", kept)
-	return dropped, nil
+	for i, p := range spans {
+		dropped -= kept[i]
+		w.log.Info("retention dropped a partition", "table", p.name, "kept", kept[i])
+	}
+	return max(0, dropped), nil
 }
 
 // dropKeptEvents drops a partition of kept events once the events sweep
@@ -153,7 +172,7 @@ func (w *Worker) dropKeptEvents(ctx context.Context, p spanPartition) error {
 	if err := w.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil || !empty {
 		return err
 	}
-	return w.dropPartition(ctx, p.name)
+	return w.dropPartitions(ctx, p.name)
 }
 
 // spanPartition is a partition of a table partitioned by event id: its
