@@ -653,6 +653,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		poolCfg.MaxConns = 24
 	}
 	poolCfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	db.ConfigurePool(poolCfg)
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stopCluster()

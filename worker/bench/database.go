@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/embedded"
 	"github.com/hookline/hookline/db/migrations"
 )
@@ -63,6 +64,7 @@ func openBenchDB(ctx context.Context, dsn, dataDir string, maxConns int32, log *
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	db.ConfigurePool(cfg)
 	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return fail(err)
 	}
