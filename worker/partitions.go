@@ -223,6 +223,7 @@ func (w *Worker) partitionDDL(ctx context.Context, fn func(pgx.Tx) error) error 
 		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" || try == partitionDDLTries {
 			return err
 		}
+		w.log.Info("partition DDL could not have its locks; trying again", "try", try)
 		select {
 		case <-ctx.Done():
 			return err
