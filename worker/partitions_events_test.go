@@ -27,8 +27,17 @@ func TestEventPartitions(t *testing.T) {
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
 
 	// Older than every span: kept with the events from before
-	// partitioning, its delivery in the delivered default partition.
-	old := e.eventsAt(1, "order.created", `{}`, clk.Now().Add(-10*span))[0]
+	// partitioning (which end when the test database was made), its
+	// delivery in the delivered default partition.
+	before, err := w.spanPartitions(ctx, "events")
+	if err != nil || len(before) == 0 || before[0].name != "events_before_partitions" {
+		t.Fatalf("partitions %v, %v; want events_before_partitions first", before, err)
+	}
+	at := clk.Now().Add(-10 * span)
+	if end := uuidTime(before[0].to).Add(-time.Minute); end.Before(at) {
+		at = end
+	}
+	old := e.eventsAt(1, "order.created", `{}`, at)[0]
 	if _, err := w.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +170,17 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "LOCK TABLE events_default IN ACCESS SHARE MODE"); err != nil {
+		tx.Rollback(ctx)
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		time.Sleep(time.Second)
 		tx.Rollback(ctx)
 	}()
+	defer func() { <-done }()
 	start := time.Now()
 	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil {
 		t.Fatalf("partitions behind a reader of a second: %v", err)
