@@ -72,7 +72,7 @@ func deliveredPartitionName(from time.Time) string {
 // partitions could not be read): every delivered delivery of an event
 // made before then is gone, but for those in the default partition.
 func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (oldest time.Time, err error) {
-	rows, err := w.spanPartitions(ctx, deliveredPartitioned.table)
+	rows, missing, err := w.makeSpans(ctx, deliveredPartitioned, deliveredPartitionName, now)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -81,11 +81,6 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 		have[i] = timeRange{uuidTime(r.from), uuidTime(r.to)}
 	}
 	r := w.cfg.Retention
-	span := deliveredPartitionSpan(r.Delivered)
-	missing := missingPartitions(have, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
-	if err := w.makeSpanPartitions(ctx, deliveredPartitioned, deliveredPartitionName, missing); err != nil {
-		return time.Time{}, err
-	}
 	for _, m := range missing {
 		if oldest.IsZero() || m[0].Before(oldest) {
 			oldest = m[0]
@@ -112,12 +107,24 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 	return oldest, nil
 }
 
-// makeSpanPartitions makes the partitions of p for the spans missing,
-// each named by name(its start), in one transaction: one wait for the
-// default partition's lock however many a pass makes.
-func (w *Worker) makeSpanPartitions(ctx context.Context, p partitioned, name func(time.Time) string, missing [][2]time.Time) error {
+// makeSpans makes the partitions of p (partitioned by event id) that
+// the span before now and the time ahead need and do not have yet, each
+// named by name(its start), in one transaction: one wait for the default
+// partition's lock however many a pass makes. It returns the partitions
+// there were, and the spans it made.
+func (w *Worker) makeSpans(ctx context.Context, p partitioned, name func(time.Time) string, now time.Time) (have []spanPartition, made [][2]time.Time, err error) {
+	if have, err = w.spanPartitions(ctx, p.table); err != nil {
+		return nil, nil, err
+	}
+	ranges := make([]timeRange, len(have))
+	for i, r := range have {
+		ranges[i] = timeRange{uuidTime(r.from), uuidTime(r.to)}
+	}
+	r := w.cfg.Retention
+	span := deliveredPartitionSpan(r.Delivered)
+	missing := missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
 	if len(missing) == 0 {
-		return nil
+		return have, nil, nil
 	}
 	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
 		for _, m := range missing {
@@ -127,7 +134,7 @@ func (w *Worker) makeSpanPartitions(ctx context.Context, p partitioned, name fun
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("create partitions of %s from %s: %w", p.table, name(missing[0][0]), err)
+		return nil, nil, fmt.Errorf("create partitions of %s from %s: %w", p.table, name(missing[0][0]), err)
 	}
-	return nil
+	return have, missing, nil
 }

@@ -38,21 +38,8 @@ func eventPartitionName(from time.Time) string {
 // before now and the time ahead need and do not have yet (see
 // keepDeliveredPartitions). It returns the partitions there are.
 func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]spanPartition, error) {
-	have, err := w.spanPartitions(ctx, eventsPartitioned.table)
-	if err != nil {
-		return nil, err
-	}
-	ranges := make([]timeRange, len(have))
-	for i, p := range have {
-		ranges[i] = timeRange{uuidTime(p.from), uuidTime(p.to)}
-	}
-	r := w.cfg.Retention
-	span := deliveredPartitionSpan(r.Delivered)
-	missing := missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
-	if err := w.makeSpanPartitions(ctx, eventsPartitioned, eventPartitionName, missing); err != nil {
-		return nil, err
-	}
-	return have, nil
+	have, _, err := w.makeSpans(ctx, eventsPartitioned, eventPartitionName, now)
+	return have, err
 }
 
 // keepEventPartitions makes the coming spans' partitions of events and
