@@ -600,6 +600,13 @@ func cmpErr(prev, err error) error {
 // the statements POST /api/v1/events/batch runs (web's storeEvents: the
 // insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
 func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n int, payload []byte, typeOf func(int) string) ([]uuid.UUID, error) {
+	if typeOf != nil { // the types taken once: a batch stored again keeps its own
+		types := make([]string, n)
+		for i := range types {
+			types[i] = typeOf(i)
+		}
+		typeOf = func(i int) string { return types[i] }
+	}
 	var ids []uuid.UUID
 	err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
 		var err error
