@@ -56,9 +56,9 @@ const (
 )
 
 // retain deletes telemetry and finished work past their retention, in small
-// batches, and drops the partitions of attempts and of delivered
-// deliveries past it (creating the coming spans' as it goes). Dead letters
-// are kept: they are the debugging dataset. It reports whether it stopped at its budget with rows past
+// batches, and drops the partitions of attempts, delivered deliveries
+// and events past it (creating the coming spans' as it goes). Dead letters
+// are kept, and their events with them: they are the debugging dataset. It reports whether it stopped at its budget with rows past
 // their retention left to delete. The pass runs on one connection that
 // holds the retention lock throughout; when another replica holds it, the
 // pass is skipped, or waits for it when wait is set.
