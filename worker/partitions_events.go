@@ -55,17 +55,27 @@ func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time)
 		return 0, err
 	}
 	var spans []spanPartition
+	var emptied []string
 	for _, p := range have {
 		if uuidTime(p.to).After(before) {
 			continue
 		}
-		if strings.HasSuffix(p.name, keptSuffix) {
-			if err := w.dropKeptEvents(ctx, p); err != nil {
-				return 0, fmt.Errorf("drop kept events %s: %w", p.name, err)
-			}
+		if !strings.HasSuffix(p.name, keptSuffix) {
+			spans = append(spans, p)
 			continue
 		}
-		spans = append(spans, p)
+		// A partition of kept events goes once the sweep has deleted
+		// them all.
+		var empty bool
+		if err := w.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil {
+			return 0, fmt.Errorf("read kept events %s: %w", p.name, err)
+		}
+		if empty {
+			emptied = append(emptied, p.name)
+		}
+	}
+	if err := w.dropPartitions(ctx, emptied...); err != nil {
+		return 0, fmt.Errorf("drop emptied partitions of kept events %v: %w", emptied, err)
 	}
 	if len(spans) == 0 {
 		return 0, nil
@@ -150,16 +160,6 @@ func (w *Worker) dropEventSpans(ctx context.Context, spans []spanPartition) (dro
 		w.log.Info("retention dropped a partition", "table", p.name, "kept", kept[i])
 	}
 	return max(0, dropped), nil
-}
-
-// dropKeptEvents drops a partition of kept events once the events sweep
-// has deleted them all.
-func (w *Worker) dropKeptEvents(ctx context.Context, p spanPartition) error {
-	var empty bool
-	if err := w.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil || !empty {
-		return err
-	}
-	return w.dropPartitions(ctx, p.name)
 }
 
 // spanPartition is a partition of a table partitioned by event id: its
