@@ -471,3 +471,17 @@ func (e *env) rotate(endpointID int64, overlap time.Duration) string {
 	}
 	return secret
 }
+
+// uuids is the ids a query returns, in its order.
+func (e *env) uuids(query string, args ...any) []uuid.UUID {
+	e.t.Helper()
+	rows, err := e.pool.Query(context.Background(), query, args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}

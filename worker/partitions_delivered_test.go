@@ -124,20 +124,8 @@ func TestDeliveredPartitions(t *testing.T) {
 	if len(after) > maxDeliveredPartitions+int(deliveredAhead(span, w.cfg.Retention.Every)/span)+2 {
 		t.Errorf("%d partitions for %v of retention in spans of %v", len(after), retention, span)
 	}
-	var left []uuid.UUID
-	rows, err := e.pool.Query(ctx, "SELECT event_id FROM deliveries ORDER BY event_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id uuid.UUID
-		_ = rows.Scan(&id)
-		left = append(left, id)
-	}
-	rows.Close()
-	wantLeft := []uuid.UUID{ids[2], dead}
-	slices.SortFunc(wantLeft, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	if !slices.Equal(left, wantLeft) {
+	left := e.uuids("SELECT event_id FROM deliveries ORDER BY event_id")
+	if wantLeft := sorted(ids[2], dead); !slices.Equal(left, wantLeft) {
 		t.Fatalf("deliveries left for events %v, want the resent one's and the dead letter's %v", left, wantLeft)
 	}
 	if n := e.count("SELECT count(*) FROM events WHERE id = ANY($1)", append(ids[:2:2], early, late)); n != 0 {

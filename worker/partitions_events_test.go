@@ -87,7 +87,7 @@ func TestEventPartitions(t *testing.T) {
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventsLeft(t, e); !slices.Equal(got, sorted(dead, waiting)) {
+	if got := e.uuids("SELECT id FROM events ORDER BY id"); !slices.Equal(got, sorted(dead, waiting)) {
 		t.Fatalf("events left %v, want the dead letter's and the waiting delivery's %v", got, sorted(dead, waiting))
 	}
 	if got := eventPartitionOf(t, e, dead); got != spanOf+keptSuffix || eventPartitionOf(t, e, waiting) != got {
@@ -114,7 +114,7 @@ func TestEventPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := eventsLeft(t, e); len(got) != 0 {
+	if got := e.uuids("SELECT id FROM events ORDER BY id"); len(got) != 0 {
 		t.Fatalf("events left %v, want none", got)
 	}
 	if n := e.count("SELECT count(*) FROM pg_class WHERE relname LIKE 'events%' || $1", keptSuffix); n != 0 {
@@ -135,25 +135,7 @@ func eventPartitionOf(t *testing.T, e *env, event uuid.UUID) string {
 	return s
 }
 
-// eventsLeft is the ids of all events, in order.
-func eventsLeft(t *testing.T, e *env) []uuid.UUID {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), "SELECT id FROM events ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
+// sorted is ids in order.
 func sorted(ids ...uuid.UUID) []uuid.UUID {
 	return slices.SortedFunc(slices.Values(ids), func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 }
