@@ -215,16 +215,37 @@ func (e *env) eventsAt(n int, typ string, payload string, at time.Time) []uuid.U
 	e.t.Helper()
 	ctx := context.Background()
 	ids := make([]uuid.UUID, n)
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+	for i := range ids {
+		ids[i], _ = uuid.NewV7()
+		if !at.IsZero() {
+			then := uuidAt(at)
+			copy(ids[i][:6], then[:6])
+		}
+	}
+	// A worker making the events' partitions as the batch goes in refuses
+	// it once (it went to the default partition); ingest stores it again,
+	// and so does this.
+	var err error
+	for range 3 {
+		if err = e.insertEvents(ctx, ids, typ, payload); !db.RoutedToDefault(err) {
+			break
+		}
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}
+
+// insertEvents stores events with these ids and fans them out, in one
+// transaction, the way ingest does.
+func (e *env) insertEvents(ctx context.Context, ids []uuid.UUID, typ, payload string) error {
+	n := len(ids)
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := e.q.WithTx(tx)
 		ev := make([]db.EventInsertBatchParams, n)
 		fan := make([]db.FanOutEvent, n)
 		for i := range ids {
-			ids[i], _ = uuid.NewV7()
-			if !at.IsZero() {
-				then := uuidAt(at)
-				copy(ids[i][:6], then[:6])
-			}
 			ev[i] = db.EventInsertBatchParams{ID: ids[i], Type: typ, Payload: []byte(payload)}
 			fan[i] = db.FanOutEvent{ID: ids[i], Type: typ}
 		}
@@ -247,10 +268,6 @@ func (e *env) eventsAt(n int, typ string, payload string, at time.Time) []uuid.U
 		}
 		return q.EventNotify(ctx, db.NotifyQueueLimit)
 	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ids
 }
 
 // worker builds a Worker on the env's database.
@@ -370,23 +387,21 @@ func (e *env) sole(w *Worker) (kill func()) {
 }
 
 // owning waits until the workers, running, have divided the shards among
-// them: each shard claimable by exactly one of them.
+// them as the assignment over exactly these workers says: each claims its
+// own share and no other. (Each shard claimable by exactly one of them is
+// not enough: a worker that has not yet seen another start still claims
+// that one's share, and the split is about to change.)
 func (e *env) owning(workers ...*Worker) {
 	e.t.Helper()
 	e.waitFor("the shards divided among the workers", func() bool {
-		var n [shardCount]int
-		for _, w := range workers {
-			if w.own.claimable().count() == 0 {
-				return false
-			}
-			for s, in := range w.own.claimable() {
-				if in {
-					n[s]++
+		for i, w := range workers {
+			others := make([]string, 0, len(workers)-1)
+			for j, o := range workers {
+				if j != i {
+					others = append(others, o.id)
 				}
 			}
-		}
-		for _, k := range n {
-			if k != 1 {
+			if w.own.claimable() != assignShards(w.id, others) {
 				return false
 			}
 		}
