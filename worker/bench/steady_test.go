@@ -147,6 +147,15 @@ func TestSoakSmall(t *testing.T) {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
 	}
+	// Every delivery of the window is counted, in its interval: the
+	// latency reads' bounds on ids and times leave none out.
+	counted := 0
+	for _, iv := range r.Intervals {
+		counted += iv.Deliveries
+	}
+	if counted != r.Deliveries {
+		t.Fatalf("the intervals count %d deliveries of the %d queued in the window", counted, r.Deliveries)
+	}
 	if !strings.Contains(out.String(), "last ÷ first interval") {
 		t.Fatalf("no comparison of the last interval with the first:\n%s", out.String())
 	}
