@@ -148,13 +148,15 @@ func TestSoakSmall(t *testing.T) {
 		}
 	}
 	// Every delivery of the window is counted, in its interval: the
-	// latency reads' bounds on ids and times leave none out.
+	// latency reads' bounds on ids and times leave none out. Intervals
+	// count events by created_at, so the last warm-up batches, whose
+	// transactions began after the window did, count in the first.
 	counted := 0
 	for _, iv := range r.Intervals {
 		counted += iv.Deliveries
 	}
-	if counted != r.Deliveries {
-		t.Fatalf("the intervals count %d deliveries of the %d queued in the window", counted, r.Deliveries)
+	if counted < r.Deliveries || counted > r.Deliveries+r.WarmupEvents {
+		t.Fatalf("the intervals count %d deliveries; %d were queued in the window and %d in the warm-up", counted, r.Deliveries, r.WarmupEvents)
 	}
 	if !strings.Contains(out.String(), "last ÷ first interval") {
 		t.Fatalf("no comparison of the last interval with the first:\n%s", out.String())
