@@ -84,3 +84,48 @@ func perItem(before, after time.Duration, n int) time.Duration {
 	}
 	return (after - before) / time.Duration(n)
 }
+
+// machineSample is the machine's CPU time from /proc/stat's first line, in
+// clock ticks: all of it, and the idle part (idle and iowait).
+type machineSample struct {
+	total, idle int64
+	ok          bool
+}
+
+func sampleMachine() machineSample {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineSample{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return machineSample{}
+	}
+	var m machineSample
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return machineSample{}
+		}
+		// user nice system idle iowait irq softirq steal; guest and
+		// guest_nice (9 and 10) are already counted in user and nice.
+		if i < 8 {
+			m.total += n
+		}
+		if i == 3 || i == 4 {
+			m.idle += n
+		}
+	}
+	m.ok = true
+	return m
+}
+
+// busySince is the share of the machine's CPU time that was not idle
+// since before (0 when either sample failed).
+func (m machineSample) busySince(before machineSample) float64 {
+	if !m.ok || !before.ok || m.total <= before.total {
+		return 0
+	}
+	return 1 - float64(m.idle-before.idle)/float64(m.total-before.total)
+}

@@ -47,6 +47,14 @@ type SoakInterval struct {
 	// (heap, stacks, its own): with RSS, they tell growth in Go's objects
 	// from growth outside them.
 	GoHeap, GoHeld int64
+	// CPUSelf and CPUDB are the CPU time this process (bench, worker and
+	// receiver) and the private cluster used in it per request sent, and
+	// Busy the share of the machine's CPU time that was busy: the work per
+	// request is the same in every interval, so a rise in both the CPU
+	// per request and the latency, with the machine no busier, is the
+	// machine running slower, not hookline doing more.
+	CPUSelf, CPUDB time.Duration
+	Busy           float64
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -63,7 +71,7 @@ type soakSampler struct {
 	wg    sync.WaitGroup
 }
 
-func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Duration, start time.Time, sent func() int64, early bool) *soakSampler {
+func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, every time.Duration, start time.Time, sent func() int64, early bool) *soakSampler {
 	s := &soakSampler{every: every, start: start, early: map[int]Percentiles{}, done: make(chan struct{})}
 	s.wg.Go(func() {
 		select {
@@ -71,12 +79,17 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, every time.Durati
 		case <-s.done:
 			return
 		}
-		prev := sent()
+		prev, prevCPU, prevMachine := sent(), sampleCPU(postmaster), sampleMachine()
 		sample := func(k int) {
-			n := sent()
+			n, cpu, machine := sent(), sampleCPU(postmaster), sampleMachine()
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
 			iv.GoHeap, iv.GoHeld = goMemory()
-			prev = n
+			iv.CPUSelf = perItem(prevCPU.self, cpu.self, iv.Sent)
+			if cpu.dbOK {
+				iv.CPUDB = perItem(prevCPU.db, cpu.db, iv.Sent)
+			}
+			iv.Busy = machine.busySince(prevMachine)
+			prev, prevCPU, prevMachine = n, cpu, machine
 			for _, table := range soakTables {
 				var b int64
 				if err := pool.QueryRow(ctx, sizeOfTable, table).Scan(&b); err == nil {
@@ -213,15 +226,20 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s\n", "RSS")
+	fmt.Fprintf(out, " %9s %15s %6s\n", "RSS", "CPU µs/request", "busy")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max))
 		for _, t := range soakTables {
 			fmt.Fprintf(out, " %12s", mib(iv.TableBytes[t]))
 		}
-		fmt.Fprintf(out, " %9s\n", mib(iv.RSS))
+		cpu := fmt.Sprintf("%.0f + %.0f", us(iv.CPUSelf), us(iv.CPUDB))
+		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
+			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
+		}
+		fmt.Fprintf(out, " %9s %15s %5.0f%%\n", mib(iv.RSS), cpu, 100*iv.Busy)
 	}
+	fmt.Fprintf(out, "  CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle\n")
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
