@@ -174,3 +174,64 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 		t.Fatalf("made in %v, before the reader was done", waited)
 	}
 }
+
+// TestEventSpanNotSweptWhenItsDropFails: a span of events past the
+// retention whose drop cannot have its locks (a reader holds events for
+// the whole pass) keeps its events until a later pass drops it whole; the
+// events sweep, in the same pass, does not delete them row by row.
+func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	clk := newClock()
+	const retention = time.Hour
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
+	span := deliveredPartitionSpan(retention)
+	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
+	if _, err := w.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.makeEventPartitions(ctx, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Events no delivery was made for (as a filter would leave them).
+	ids := e.eventsAt(3, "order.created", `{}`, clk.Now())
+	if _, err := e.pool.Exec(ctx, "DELETE FROM deliveries WHERE event_id = ANY($1)", ids); err != nil {
+		t.Fatal(err)
+	}
+	spanOf := eventPartitionOf(t, e, ids[0])
+	if !strings.HasPrefix(spanOf, "events_2") {
+		t.Fatalf("events of now in %s, want their span's partition", spanOf)
+	}
+	clk.Advance(retention + 2*span)
+
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE events IN ACCESS SHARE MODE"); err != nil {
+		tx.Rollback(ctx)
+		t.Fatal(err)
+	}
+	w.sweep = eventSweep{}
+	err = w.RetainNow(ctx)
+	tx.Rollback(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT count(*) FROM pg_class WHERE relname = $1", spanOf); n != 1 {
+		t.Fatalf("the span was dropped behind a reader holding events")
+	}
+	if got := e.uuids("SELECT id FROM events ORDER BY id"); !slices.Equal(got, sorted(ids...)) {
+		t.Fatalf("events left %v, want the span's %v: the sweep deleted them row by row", got, sorted(ids...))
+	}
+
+	if err := w.RetainNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT count(*) FROM pg_class WHERE relname = $1", spanOf); n != 0 {
+		t.Fatal("the span past the retention was not dropped once the reader was done")
+	}
+	if got := e.uuids("SELECT id FROM events"); len(got) != 0 {
+		t.Fatalf("events left %v, want none", got)
+	}
+}
