@@ -59,8 +59,8 @@ type SoakInterval struct {
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
 // With early set (retention deletes within the soak) it also reads each
-// interval's latencies two intervals after the interval began, while its
-// rows are still there.
+// interval's latencies two and a half intervals after the interval began,
+// while its rows are still there.
 type soakSampler struct {
 	every time.Duration
 	start time.Time
@@ -96,16 +96,8 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 					iv.TableBytes[table] = b
 				}
 			}
-			var lat map[int]Percentiles
-			if early && k >= 2 {
-				// Events of interval k-2 are one to two intervals old:
-				// sent unless a backlog holds them, and not yet past a
-				// retention of three intervals.
-				lat, _ = soakLatencies(ctx, pool, start, every, k-2, k-1)
-			}
 			s.mu.Lock()
 			s.got = append(s.got, iv)
-			maps.Copy(s.early, lat)
 			s.mu.Unlock()
 		}
 		t := time.NewTicker(every)
@@ -127,6 +119,30 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 			sample(k)
 		}
 	})
+	if early {
+		// Halfway through interval k (k ≥ 2), the events of interval k-2
+		// are one and a half to two and a half intervals old: sent unless
+		// a backlog holds them, and not yet past a retention of three
+		// intervals. Read halfway, not at the tick: a retention pass
+		// runs a few seconds after each tick, and its partition DDL
+		// waited behind this read (seconds long under load) until it
+		// gave up.
+		s.wg.Go(func() {
+			for k := 2; ; k++ {
+				select {
+				case <-time.After(time.Until(start.Add(time.Duration(k)*every + every/2))):
+				case <-s.done:
+					return
+				case <-ctx.Done():
+					return
+				}
+				lat, _ := soakLatencies(ctx, pool, start, every, k-2, k-1)
+				s.mu.Lock()
+				maps.Copy(s.early, lat)
+				s.mu.Unlock()
+			}
+		})
+	}
 	return s
 }
 
