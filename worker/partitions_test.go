@@ -25,6 +25,10 @@ func TestAttemptPartitionsByDay(t *testing.T) {
 		return clk.Now().UTC().Truncate(24 * time.Hour).Add(time.Duration(d) * 24 * time.Hour)
 	}
 	name := func(d int) string { return "delivery_attempts_" + day(d).Format("20060102") }
+	// Noon of today: the hour taken off the eight days below must leave
+	// the retention's cutoff in the day it is meant to fall in (run in the
+	// first hour after midnight, it fell in the day before).
+	clk.Advance(day(0).Add(12 * time.Hour).Sub(clk.Now()))
 	attempt := func(deliveryID int, at time.Time) {
 		t.Helper()
 		if _, err := e.pool.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome)

@@ -145,16 +145,23 @@ func nextID() int {
 	return id
 }
 
-// ensureTemplate creates (once per schema version) a database migrated to
-// the current schema. The name carries a hash of the migration files, so a
-// changed schema gets a new template. An advisory lock serialises test
-// binaries racing to create it.
+// ensureTemplate creates (once per schema version and UTC day) a database
+// migrated to the current schema. The name carries a hash of the migration
+// files, so a changed schema gets a new template, and the day: the
+// migrations make the attempt log's day partitions from the day they run
+// on, and tests read them as today's (a template from yesterday failed
+// them after midnight). An advisory lock serialises test binaries racing
+// to create it.
 func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, error) {
 	sum, err := schemaHash()
 	if err != nil {
 		return "", err
 	}
-	name := "hookline_template_" + sum
+	today := time.Now().UTC()
+	name := "hookline_template_" + sum + "_" + today.Format("20060102")
+	// Yesterday's is kept: a test binary started before midnight may still
+	// be cloning it.
+	yesterday := "hookline_template_" + sum + "_" + today.AddDate(0, 0, -1).Format("20060102")
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(72707369)"); err != nil {
 		return "", err
 	}
@@ -166,7 +173,8 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 	if exists {
 		return name, nil
 	}
-	// Old templates of earlier schema versions are no longer needed.
+	// Old templates of earlier schema versions and days are no longer
+	// needed.
 	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'hookline_template_%'")
 	if err != nil {
 		return "", err
@@ -176,7 +184,9 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 		return "", err
 	}
 	for _, o := range old {
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(o)+" WITH (FORCE)")
+		if o != yesterday {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(o)+" WITH (FORCE)")
+		}
 	}
 	building := name + "_build"
 	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(building)+" WITH (FORCE)")
