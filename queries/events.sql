@@ -88,20 +88,14 @@ WHERE pg_notification_queue_usage() < @max_queue_usage::float8;
 -- transaction, so it reads the deliveries just inserted: event by event,
 -- each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
 -- keeps the planner from turning it into a scan of deliveries, which it
--- chose on a young table: 1.2 ms an ingest). It reads the queue's
--- partition by name, where the deliveries just made are (migration 00021),
--- and says nothing of their status: a status test lets the planner walk a
--- partial index of waiting deliveries (deliveries_due,
--- deliveries_waiting_created) whole for each event, testing event_id row
--- by row. With the queue's statistics from a moment it was near empty it
--- did, and each walk read the index's dead entries too until vacuum came:
--- 5-40 ms a call at 3,000 events/s in a soak, against 0.1. Like
--- EventNotify, not sent while the NOTIFY queue is fuller than
--- max_queue_usage.
+-- chose on a young table: 1.2 ms an ingest). The deliveries just made are
+-- pending: saying so leaves the delivered rows' partitions out of the plan
+-- (migration 00021). Like EventNotify, not sent while the NOTIFY queue is
+-- fuller than max_queue_usage.
 SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
 FROM (SELECT DISTINCT d.endpoint_id
       FROM unnest(@event_ids::uuid[]) AS ev(id)
-      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries_queue WHERE event_id = ev.id OFFSET 0) d) d
+      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id AND status = 'pending' OFFSET 0) d) d
 HAVING count(*) > 0 AND pg_notification_queue_usage() < @max_queue_usage::float8;
 
 -- name: NotifyQueueUsage :one
