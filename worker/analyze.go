@@ -79,7 +79,7 @@ func (w *Worker) eventPartitionAt(ctx context.Context, t time.Time) (string, err
 	if err != nil {
 		return "", err
 	}
-	id := uuidAt(t)
+	id := UUIDAt(t)
 	for _, p := range parts {
 		if bytes.Compare(p.from[:], id[:]) <= 0 && bytes.Compare(id[:], p.to[:]) < 0 {
 			return p.name, nil

@@ -218,7 +218,7 @@ func (e *env) eventsAt(n int, typ string, payload string, at time.Time) []uuid.U
 	for i := range ids {
 		ids[i], _ = uuid.NewV7()
 		if !at.IsZero() {
-			then := uuidAt(at)
+			then := UUIDAt(at)
 			copy(ids[i][:6], then[:6])
 		}
 	}
@@ -384,6 +384,14 @@ func (e *env) sole(w *Worker) (kill func()) {
 	kill = e.alive(w)
 	e.waitFor("the worker's shards", func() bool { return w.own.claimable().count() == shardCount })
 	return kill
+}
+
+// spanWorker is a worker on a test clock that keeps delivered work for
+// retention, and the span of the partitions it makes for it.
+func (e *env) spanWorker(retention time.Duration) (*Worker, *clock, time.Duration) {
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
+	return w, clk, deliveredPartitionSpan(retention)
 }
 
 // owning waits until the workers, running, have divided the shards among

@@ -43,9 +43,9 @@ func deliveredAhead(span, every time.Duration) time.Duration {
 	return max(3*span, 2*every)
 }
 
-// uuidAt is the smallest UUIDv7 of the millisecond t falls in: every event
+// UUIDAt is the smallest UUIDv7 of the millisecond t falls in: every event
 // created at or after t has an id at least this one.
-func uuidAt(t time.Time) uuid.UUID {
+func UUIDAt(t time.Time) uuid.UUID {
 	var u uuid.UUID
 	var ms [8]byte
 	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
@@ -128,7 +128,7 @@ func (w *Worker) makeSpans(ctx context.Context, p partitioned, name func(time.Ti
 	}
 	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
 		for _, m := range missing {
-			if err := makePartition(ctx, tx, p, name(m[0]), uuidAt(m[0]).String(), uuidAt(m[1]).String()); err != nil {
+			if err := makePartition(ctx, tx, p, name(m[0]), UUIDAt(m[0]).String(), UUIDAt(m[1]).String()); err != nil {
 				return err
 			}
 		}

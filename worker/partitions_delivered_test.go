@@ -22,10 +22,8 @@ import (
 func TestDeliveredPartitions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	clk := newClock()
 	const retention = time.Hour
-	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
-	span := deliveredPartitionSpan(retention)
+	w, clk, span := e.spanWorker(retention)
 	if span != 5*time.Minute {
 		t.Fatalf("span %v for an hour's retention, want 5m", span)
 	}
@@ -189,7 +187,7 @@ func TestDeliveredRacingANewPartition(t *testing.T) {
 	e.waitFor("the completion to wait for the default partition", func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE `+inThisDatabase+` AND NOT granted AND relation = 'deliveries_delivered_default'::regclass`) == 1
 	})
-	if err := makePartition(ctx, tx, deliveredPartitioned, deliveredPartitionName(from), uuidAt(from).String(), uuidAt(from.Add(span)).String()); err != nil {
+	if err := makePartition(ctx, tx, deliveredPartitioned, deliveredPartitionName(from), UUIDAt(from).String(), UUIDAt(from.Add(span)).String()); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -20,10 +20,8 @@ import (
 func TestEventPartitions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	clk := newClock()
 	const retention = time.Hour
-	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
-	span := deliveredPartitionSpan(retention)
+	w, clk, span := e.spanWorker(retention)
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
 
 	// Older than every span: kept with the events from before
@@ -182,10 +180,8 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	clk := newClock()
 	const retention = time.Hour
-	w := e.worker(func(c *Config) { c.Now = clk.Now; c.Retention.Delivered = retention })
-	span := deliveredPartitionSpan(retention)
+	w, clk, span := e.spanWorker(retention)
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
 	if _, err := w.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/worker"
 )
 
 // A soak is a steady-rate run long enough to show drift: it reports, for
@@ -168,9 +170,9 @@ func (s *soakSampler) stop() {
 // events/s on a quiet machine, and two to three times that under load.
 func soakLatencies(ctx context.Context, pool *pgxpool.Pool, start time.Time, every time.Duration, from, to int) (map[int]Percentiles, error) {
 	lo := start.Add(time.Duration(from) * every)
-	idLo, idHi := v7Floor(lo.Add(-every/4)), uuid.Max
+	idLo, idHi := worker.UUIDAt(lo.Add(-every/4)), uuid.Max
 	if to >= 0 {
-		idHi = v7Floor(start.Add(time.Duration(to)*every + time.Second))
+		idHi = worker.UUIDAt(start.Add(time.Duration(to)*every + time.Second))
 	}
 	byK := map[int]Percentiles{}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -48,16 +48,6 @@ func v7Time(id uuid.UUID) (time.Time, bool) {
 	return time.UnixMilli(ms).Add(time.Duration(frac << 8)), true
 }
 
-// v7Floor is the smallest UUIDv7 of the millisecond t falls in: every id
-// uuid.NewV7 makes at or after t is at least this one.
-func v7Floor(t time.Time) uuid.UUID {
-	var u uuid.UUID
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
-	copy(u[:6], ms[2:])
-	return u
-}
-
 // add counts a request for event id that arrived at at. Ids that are not
 // UUIDv7 and arrivals before the timeline's start are not counted.
 func (t *timeline) add(id string, at time.Time) {
