@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestEventPartitions: events are kept in partitions of the delivered
@@ -138,6 +139,23 @@ func sorted(ids ...uuid.UUID) []uuid.UUID {
 	return slices.SortedFunc(slices.Values(ids), func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 }
 
+// readerOf is an open transaction holding table as a reader does (ACCESS
+// SHARE), which partition DDL on it must wait for; the caller rolls it
+// back.
+func (e *env) readerOf(table string) pgx.Tx {
+	e.t.Helper()
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS SHARE MODE"); err != nil {
+		tx.Rollback(ctx)
+		e.t.Fatal(err)
+	}
+	return tx
+}
+
 // TestPartitionDDLWaitsOutALongReader: a statement that reads events for
 // a second holds off the lock a new partition needs; the DDL waits a
 // moment at a time, so it stalls other statements briefly, and tries
@@ -146,14 +164,7 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	w := e.worker(nil)
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE events_default IN ACCESS SHARE MODE"); err != nil {
-		tx.Rollback(ctx)
-		t.Fatal(err)
-	}
+	tx := e.readerOf("events_default")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -200,16 +211,9 @@ func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
 	}
 	clk.Advance(retention + 2*span)
 
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE events IN ACCESS SHARE MODE"); err != nil {
-		tx.Rollback(ctx)
-		t.Fatal(err)
-	}
+	tx := e.readerOf("events")
 	w.sweep = eventSweep{}
-	err = w.RetainNow(ctx)
+	err := w.RetainNow(ctx)
 	tx.Rollback(ctx)
 	if err != nil {
 		t.Fatal(err)
