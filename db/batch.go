@@ -19,8 +19,8 @@ var (
 
 const deliveryFanOut = `-- name: DeliveryFanOut :batchmany
 WITH v AS (
-    SELECT unnest($3::uuid[]) AS event_id, unnest($4::text[]) AS event_type,
-           unnest($5::bigint[]) AS partner_id, generate_subscripts($3::uuid[], 1) AS n
+    SELECT unnest($1::uuid[]) AS event_id, unnest($2::text[]) AS event_type,
+           unnest($3::bigint[]) AS partner_id, generate_subscripts($1::uuid[], 1) AS n
 ),
 subscribed AS (
     SELECT v.n, v.event_id, e.id AS endpoint_id, e.partner_id, e.max_attempts
@@ -30,19 +30,29 @@ subscribed AS (
     SELECT v.n, v.event_id, e.id, e.partner_id, e.max_attempts
     FROM v JOIN endpoints e ON hookline_wildcard(e.event_types) AND hookline_subscribes(e.event_types, v.event_type)
     WHERE v.partner_id = 0 OR e.partner_id = v.partner_id
+),
+queued AS (
+    INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
+    SELECT s.event_id, s.endpoint_id, s.max_attempts
+    FROM subscribed s
+    JOIN partners p ON p.id = s.partner_id
+    WHERE p.archived_at IS NULL
+      AND NOT EXISTS (SELECT 1
+                      FROM (SELECT unnest($4::uuid[]) AS event_id,
+                                   unnest($5::bigint[]) AS endpoint_id) x
+                      WHERE x.event_id = s.event_id AND x.endpoint_id = s.endpoint_id)
+    ORDER BY s.n, s.endpoint_id
+    ON CONFLICT DO NOTHING
+    RETURNING id, event_id, endpoint_id, status
+),
+woken AS (
+    SELECT pg_notify('hookline_deliveries',
+                     CASE WHEN count(DISTINCT endpoint_id) <= 500 THEN string_agg(DISTINCT endpoint_id::text, ',') ELSE '' END)
+    FROM queued
+    HAVING count(*) > 0 AND pg_notification_queue_usage() < $6::float8
 )
-INSERT INTO deliveries (event_id, endpoint_id, max_attempts)
-SELECT s.event_id, s.endpoint_id, s.max_attempts
-FROM subscribed s
-JOIN partners p ON p.id = s.partner_id
-WHERE p.archived_at IS NULL
-  AND NOT EXISTS (SELECT 1
-                  FROM (SELECT unnest($1::uuid[]) AS event_id,
-                               unnest($2::bigint[]) AS endpoint_id) x
-                  WHERE x.event_id = s.event_id AND x.endpoint_id = s.endpoint_id)
-ORDER BY s.n, s.endpoint_id
-ON CONFLICT DO NOTHING
-RETURNING id, event_id, endpoint_id, status
+SELECT id, event_id, endpoint_id, status FROM queued
+WHERE (SELECT count(*) FROM woken) >= 0
 `
 
 type DeliveryFanOutBatchResults struct {
@@ -52,11 +62,12 @@ type DeliveryFanOutBatchResults struct {
 }
 
 type DeliveryFanOutParams struct {
-	ExcludedEventIds    []uuid.UUID
-	ExcludedEndpointIds []int64
 	EventIds            []uuid.UUID
 	EventTypes          []string
 	PartnerIds          []int64
+	ExcludedEventIds    []uuid.UUID
+	ExcludedEndpointIds []int64
+	WakeUnder           float64
 }
 
 type DeliveryFanOutRow struct {
@@ -89,16 +100,31 @@ type DeliveryFanOutRow struct {
 // against 0.8 ms for ten (worker/bench/performance.md). Rows are inserted,
 // and returned, in event order and then endpoint order. A batch (of one,
 // see db.FanOut) so that it travels through db.TxPipeline.SendBatch with
-// the NOTIFY and the COMMIT.
+// the COMMIT.
+//
+// It also sends ingest's wake-up NOTIFY (woken), naming the endpoints it
+// queued deliveries for, so that a worker's claim looks at those
+// endpoints only instead of at every one (worker/architecture.md, "The
+// wake path"). Over 500 endpoints the payload is empty, which means "look
+// everywhere"; with no delivery queued there is no notification. The names
+// come from the rows just inserted, so nothing reads the queue for them: a
+// separate statement that looked them up in deliveries_queue walked a
+// whole index per event whenever the queue had been analyzed nearly empty
+// (worker/bench/performance.md, "The NOTIFY from the fan-out"). Like
+// EventNotify, it is delivered on commit, and not sent while PostgreSQL's
+// NOTIFY queue is fuller than @wake_under (db.NotifyQueueLimit; 0: never).
+// woken runs because the final SELECT's condition reads it, once, before
+// the first row: a CTE that nothing reads is not run.
 func (q *Queries) DeliveryFanOut(ctx context.Context, arg []DeliveryFanOutParams) *DeliveryFanOutBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
-			a.ExcludedEventIds,
-			a.ExcludedEndpointIds,
 			a.EventIds,
 			a.EventTypes,
 			a.PartnerIds,
+			a.ExcludedEventIds,
+			a.ExcludedEndpointIds,
+			a.WakeUnder,
 		}
 		batch.Queue(deliveryFanOut, vals...)
 	}

@@ -11,12 +11,15 @@ type FanOutEvent struct {
 }
 
 // FanOut lays events out as DeliveryFanOut's parallel arrays, the batch of
-// one statement that queues every event's deliveries.
+// one statement that queues every event's deliveries and wakes the workers
+// for them (unless PostgreSQL's NOTIFY queue is fuller than
+// NotifyQueueLimit).
 func FanOut(events []FanOutEvent) []DeliveryFanOutParams {
 	p := DeliveryFanOutParams{
 		EventIds:   make([]uuid.UUID, len(events)),
 		EventTypes: make([]string, len(events)),
 		PartnerIds: make([]int64, len(events)),
+		WakeUnder:  NotifyQueueLimit,
 	}
 	for i, e := range events {
 		p.EventIds[i], p.EventTypes[i] = e.ID, e.Type

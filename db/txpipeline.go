@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TxPipeline is a DBTX for one transaction that saves round trips on the
 // ingest path: BEGIN travels with the first statement or batch sent
-// through it, and NotifyAndCommitWithNextBatch makes the wake-up NOTIFY
-// (EventNotifyEndpoints) and the COMMIT travel with the next batch, and
-// EndpointFiltersWithNextBatch makes the filters' read travel with the
-// first. So an ingest (read the filters, insert the events, fan them out)
-// costs two round trips where the filters, BEGIN, the inserts, the
-// fan-out, NOTIFY and COMMIT cost six: each is a wake-up of another
-// process, which on a busy machine is most of an event's wait.
+// through it, CommitWithNextBatch makes the COMMIT travel with the next
+// batch, and EndpointFiltersWithNextBatch makes the filters' read travel
+// with the first. So an ingest (read the filters, insert the events, fan
+// them out and NOTIFY, which DeliveryFanOut does in one statement) costs
+// two round trips where the filters, BEGIN, the inserts, the fan-out and
+// COMMIT cost five: each is a wake-up of another process, which on a busy
+// machine is most of an event's wait.
 //
 // A batch's statements run in order until one fails; PostgreSQL then skips
 // the rest of the batch, COMMIT included, and the transaction stays open
@@ -28,8 +27,7 @@ import (
 type TxPipeline struct {
 	conn      DBTX
 	begun     bool
-	commitNow bool        // NOTIFY and COMMIT go with the next batch
-	notify    []uuid.UUID // the events whose endpoints the NOTIFY names
+	commitNow bool // COMMIT goes with the next batch
 	filters   *[]EndpointFiltersRow
 	committed bool
 	err       error
@@ -48,13 +46,9 @@ func (t *TxPipeline) EndpointFiltersWithNextBatch(out *[]EndpointFiltersRow) {
 // single connection (a *pgxpool.Conn or *pgx.Conn), not a pool.
 func NewTxPipeline(conn DBTX) *TxPipeline { return &TxPipeline{conn: conn} }
 
-// NotifyAndCommitWithNextBatch appends to the next batch sent through t the
-// wake-up NOTIFY, naming the endpoints events were fanned out to, and
-// COMMIT; once that batch's results are closed without an error, t is
-// committed.
-func (t *TxPipeline) NotifyAndCommitWithNextBatch(events []uuid.UUID) {
-	t.commitNow, t.notify = true, events
-}
+// CommitWithNextBatch appends COMMIT to the next batch sent through t;
+// once that batch's results are closed without an error, t is committed.
+func (t *TxPipeline) CommitWithNextBatch() { t.commitNow = true }
 
 // Committed reports whether a batch carried the COMMIT and it succeeded.
 func (t *TxPipeline) Committed() bool { return t.committed }
@@ -62,21 +56,15 @@ func (t *TxPipeline) Committed() bool { return t.committed }
 // Err is the first error a batch sent through t reported on closing.
 func (t *TxPipeline) Err() error { return t.err }
 
-// Commit commits the transaction if no batch has (with the NOTIFY when
-// notify is set), in one round trip.
-func (t *TxPipeline) Commit(ctx context.Context, notify bool) error {
+// Commit commits the transaction if no batch has, in one round trip.
+func (t *TxPipeline) Commit(ctx context.Context) error {
 	if t.err != nil {
 		return t.err
 	}
 	if t.committed || !t.begun {
 		return nil
 	}
-	b := &pgx.Batch{}
-	if notify {
-		b.Queue(eventNotify, NotifyQueueLimit)
-	}
-	b.Queue("COMMIT")
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	if _, err := t.conn.Exec(ctx, "COMMIT"); err != nil {
 		return err
 	}
 	t.committed = true
@@ -128,8 +116,8 @@ func (t *TxPipeline) CopyFrom(ctx context.Context, table pgx.Identifier, columns
 	return t.conn.CopyFrom(ctx, table, columns, src)
 }
 
-// SendBatch sends b with BEGIN before it (the first time) and NOTIFY and
-// COMMIT after it (when asked), in one round trip.
+// SendBatch sends b with BEGIN before it (the first time) and COMMIT
+// after it (when asked), in one round trip.
 func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	out := &pgx.Batch{}
 	begin := !t.begun
@@ -145,14 +133,8 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
 	if commit {
-		// The notify looks up the deliveries just queued in
-		// deliveries_queue, which fills and empties faster than vacuum
-		// and ANALYZE run: planned from its statistics it was read whole
-		// for each event (queueReadSettings).
-		out.Queue(queueReadSettings)
-		out.Queue(eventNotifyEndpoints, t.notify, NotifyQueueLimit)
 		out.Queue("COMMIT")
-		t.commitNow, t.notify = false, nil
+		t.commitNow = false
 	}
 	br := t.conn.SendBatch(ctx, out)
 	fail := func(err error) pgx.BatchResults {
@@ -216,7 +198,7 @@ func (r errRow) Scan(...any) error { return r.err }
 
 // NotifyQueueLimit is how full PostgreSQL's NOTIFY queue (8 GB, shared by
 // the whole cluster) may be before hookline stops sending its wake-up
-// NOTIFYs (EventNotify, EventNotifyEndpoints). The queue fills only while
+// NOTIFYs (EventNotify, DeliveryFanOut's). The queue fills only while
 // a session listening somewhere in the cluster stops reading (a worker
 // process paused, a client idle in a transaction), and a transaction that
 // notifies into a full queue fails at COMMIT: every ingest would fail.
@@ -224,11 +206,3 @@ func (r errRow) Scan(...any) error { return r.err }
 // second), later but surely; the workers log a warning and /metrics
 // reports hookline_notify_queue_usage.
 const NotifyQueueLimit = 0.5
-
-// queueReadSettings is for the rest of a transaction that reads
-// deliveries_queue by key: no sequential scans. The queue gives up every
-// row it delivers (to deliveries_delivered, migration 00021), so its
-// statistics describe a table of a few hundred rows while its heap holds a
-// minute of dead ones until vacuum comes; plans made from them read the
-// heap whole for each lookup.
-const queueReadSettings = "SELECT set_config('enable_seqscan', 'off', true)"

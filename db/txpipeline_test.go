@@ -2,7 +2,7 @@ package db_test
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,29 +14,20 @@ import (
 	"github.com/hookline/hookline/db/dbtest"
 )
 
-// TestTxPipeline: BEGIN travels with the first batch and NOTIFY and COMMIT
-// with the one after NotifyAndCommitWithNextBatch, the NOTIFY naming the
-// endpoints the batch queued deliveries for; a failure anywhere leaves
-// nothing behind and the connection reusable, and a COMMIT that the
-// failure skipped is reported, not assumed.
+// TestTxPipeline: BEGIN travels with the first batch and COMMIT with the
+// one after CommitWithNextBatch; a failure anywhere leaves nothing behind
+// and the connection reusable, and a COMMIT that the failure skipped is
+// reported, not assumed.
 func TestTxPipeline(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	listener := listen(t, pool)
-	var endpointID int64
-	if err := pool.QueryRow(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id)
-		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p
-		RETURNING id`).Scan(&endpointID); err != nil {
-		t.Fatal(err)
-	}
-	event := uuid.New()
 	partners := func() int {
 		t.Helper()
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM partners").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n - 1 // not the endpoint's owner
+		return n
 	}
 	batch := func(names ...any) *pgx.Batch {
 		b := &pgx.Batch{}
@@ -45,7 +36,7 @@ func TestTxPipeline(t *testing.T) {
 		}
 		return b
 	}
-	run := func(first, second *pgx.Batch, events ...uuid.UUID) (*db.TxPipeline, *pgxpool.Conn) {
+	run := func(first, second *pgx.Batch) (*db.TxPipeline, *pgxpool.Conn) {
 		t.Helper()
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
@@ -54,7 +45,7 @@ func TestTxPipeline(t *testing.T) {
 		tx := db.NewTxPipeline(conn)
 		_ = tx.SendBatch(ctx, first).Close()
 		if tx.Err() == nil {
-			tx.NotifyAndCommitWithNextBatch(events)
+			tx.CommitWithNextBatch()
 			_ = tx.SendBatch(ctx, second).Close()
 		}
 		if !tx.Committed() {
@@ -67,21 +58,9 @@ func TestTxPipeline(t *testing.T) {
 		return tx, conn
 	}
 
-	queue := batch("c")
-	queue.Queue("INSERT INTO events (id, type, payload) VALUES ($1, 't', '{}')", event)
-	queue.Queue("INSERT INTO deliveries (event_id, endpoint_id, max_attempts) VALUES ($1, $2, 1)", event, endpointID)
-	tx, _ := run(batch("a", "b"), queue, event)
+	tx, _ := run(batch("a", "b"), batch("c"))
 	if tx.Err() != nil || !tx.Committed() || partners() != 3 {
 		t.Fatalf("committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
-	}
-	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	n, err := listener.Conn().WaitForNotification(wait)
-	if err != nil {
-		t.Fatalf("no NOTIFY with the COMMIT: %v", err)
-	}
-	if want := strconv.FormatInt(endpointID, 10); n.Payload != want {
-		t.Fatalf("NOTIFY payload %q, want the endpoint %s", n.Payload, want)
 	}
 
 	tx, _ = run(batch("d", nil), batch("e"))
@@ -92,12 +71,14 @@ func TestTxPipeline(t *testing.T) {
 	if tx.Err() == nil || tx.Committed() || partners() != 3 {
 		t.Fatalf("failed second batch: committed %v, err %v, %d partners", tx.Committed(), tx.Err(), partners())
 	}
-	if err := tx.Commit(ctx, true); err == nil {
+	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("Commit after a failed batch reported success")
 	}
 }
 
-// TestNotifyHeldBackWhenQueueCrowded: the wake-up NOTIFYs are sent only
+// TestNotifyHeldBackWhenQueueCrowded: the wake-up NOTIFYs (EventNotify's,
+// and the one DeliveryFanOut sends with the endpoints it queued for) are
+// sent only
 // while PostgreSQL's NOTIFY queue is emptier than the limit they are given
 // (db.NotifyQueueLimit in hookline), so a listener that stopped reading
 // cannot make every ingest fail at COMMIT. A queue this empty is above a
@@ -107,11 +88,8 @@ func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	listener := listen(t, pool)
-	event := uuid.New()
-	if _, err := pool.Exec(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id),
-		e AS (INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p RETURNING id),
-		ev AS (INSERT INTO events (id, type, payload) VALUES ($1, 't', '{}') RETURNING id)
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT ev.id, e.id, 1 FROM ev, e`, event); err != nil {
+	if _, err := pool.Exec(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('owner') RETURNING id)
+		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p`); err != nil {
 		t.Fatal(err)
 	}
 	var usage float64
@@ -130,9 +108,17 @@ func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
 	}
 	everywhere := func(q *db.Queries, limit float64) error { return q.EventNotify(ctx, limit) }
 	named := func(q *db.Queries, limit float64) error {
-		return q.EventNotifyEndpoints(ctx, db.EventNotifyEndpointsParams{EventIds: []uuid.UUID{event}, MaxQueueUsage: limit})
+		fan := db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "t"}})
+		fan[0].WakeUnder = limit
+		var err error
+		q.DeliveryFanOut(ctx, fan).Query(func(_ int, rows []db.DeliveryFanOutRow, e error) {
+			if err = e; err == nil && len(rows) != 1 {
+				err = fmt.Errorf("fan-out queued %d deliveries, want 1", len(rows))
+			}
+		})
+		return err
 	}
-	for name, send := range map[string]func(*db.Queries, float64) error{"EventNotify": everywhere, "EventNotifyEndpoints": named} {
+	for name, send := range map[string]func(*db.Queries, float64) error{"EventNotify": everywhere, "DeliveryFanOut": named} {
 		if notified(0, send) {
 			t.Errorf("%s notified with the queue over its limit", name)
 		}

@@ -79,25 +79,6 @@ SELECT ev.id, e.id, e.max_attempts FROM ev, endpoints e WHERE e.id = @endpoint_i
 SELECT pg_notify('hookline_deliveries', '')
 WHERE pg_notification_queue_usage() < @max_queue_usage::float8;
 
--- name: EventNotifyEndpoints :exec
--- Ingest's wake-up: names the endpoints the events were fanned out to, so
--- a worker's claim looks at those endpoints only instead of at every one
--- (see worker/architecture.md, "The wake path"). Over 500 endpoints the
--- payload is empty, which means "look everywhere"; with no deliveries
--- there is no notification. Sent after the fan-out in the same
--- transaction, so it reads the deliveries just inserted: event by event,
--- each an index range of deliveries_event_id_endpoint_id_key (OFFSET 0
--- keeps the planner from turning it into a scan of deliveries, which it
--- chose on a young table: 1.2 ms an ingest). The deliveries just made are
--- pending: saying so leaves the delivered rows' partitions out of the plan
--- (migration 00021). Like EventNotify, not sent while the NOTIFY queue is
--- fuller than max_queue_usage.
-SELECT pg_notify('hookline_deliveries', CASE WHEN count(*) <= 500 THEN string_agg(endpoint_id::text, ',') ELSE '' END)
-FROM (SELECT DISTINCT d.endpoint_id
-      FROM unnest(@event_ids::uuid[]) AS ev(id)
-      CROSS JOIN LATERAL (SELECT endpoint_id FROM deliveries WHERE event_id = ev.id AND status = 'pending' OFFSET 0) d) d
-HAVING count(*) > 0 AND pg_notification_queue_usage() < @max_queue_usage::float8;
-
 -- name: NotifyQueueUsage :one
 -- How full PostgreSQL's NOTIFY queue is, 0 to 1, for the whole cluster:
 -- it fills only while some session listening in the cluster does not

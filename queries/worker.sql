@@ -9,7 +9,7 @@
 -- near-empty table). enable_seqscan off: deliveries_queue fills and
 -- empties faster than vacuum and ANALYZE run (migration 00021), so its
 -- statistics describe a few hundred rows while its heap holds a minute of
--- dead ones; a plan that scans it reads them all (db.queueReadSettings).
+-- dead ones; a plan that scans it reads them all.
 -- The claim writes nothing, so it has nothing to commit.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true);
 

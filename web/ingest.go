@@ -273,16 +273,13 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			dupKeys = append(dupKeys, *v.key)
 		}
 	}
-	queued := 0
 	if len(fan) > 0 {
-		fanned := make([]uuid.UUID, len(fan))
 		refs := make(map[uuid.UUID][]deliveryRef, len(fan))
 		for i := range fan {
-			fanned[i] = fan[i].ID
 			refs[fan[i].ID] = []deliveryRef{}
 		}
 		if len(dupKeys) == 0 {
-			tx.NotifyAndCommitWithNextBatch(fanned)
+			tx.CommitWithNextBatch()
 		}
 		var fanErr error
 		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
@@ -293,7 +290,6 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			for _, r := range rows {
 				refs[r.EventID] = append(refs[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
 			}
-			queued += len(rows)
 		})
 		if fanErr != nil {
 			return fmt.Errorf("queue deliveries: %w", fanErr)
@@ -312,7 +308,7 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			return err
 		}
 	}
-	return tx.Commit(ctx, queued > 0)
+	return tx.Commit(ctx)
 }
 
 // insertOneByOne inserts events with a statement each, marking those

@@ -82,7 +82,7 @@ func (h *claimHints) take() (ids []int64, everywhere bool, asked int64) {
 }
 
 // parseEndpointList reads a wake-up NOTIFY's payload, the endpoint ids
-// EventNotifyEndpoints lists ("12,7,40"). ok is false for an empty or
+// DeliveryFanOut sends ("12,7,40"). ok is false for an empty or
 // unreadable payload, which asks for a look everywhere.
 func parseEndpointList(payload string) (ids []int64, ok bool) {
 	if payload == "" {

@@ -471,11 +471,11 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 	for i := range n {
 		fan[i] = db.FanOutEvent{ID: ids[i], Type: types[i], Excluded: filter.Rejecting(filters, payload)}
 	}
-	tx.NotifyAndCommitWithNextBatch(ids)
+	tx.CommitWithNextBatch()
 	qt.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, _ []db.DeliveryFanOutRow, err error) { berr = errors.Join(berr, err) })
 	if berr = errors.Join(berr, tx.Err()); berr != nil || !tx.Committed() {
 		tx.Rollback(ctx)
-		return nil, errors.Join(berr, tx.Commit(ctx, true))
+		return nil, errors.Join(berr, tx.Commit(ctx))
 	}
 	return ids, nil
 }
