@@ -30,7 +30,10 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	// Ten deliveries of events past their retention, one of them dead
 	// (dead letters are kept), and half of the recent attempts aged.
 	old := time.Now().Add(-8 * 24 * time.Hour)
-	e.oldDelivered(epID, 10, old)
+	// The dead letter is made in the same statement as the rest: the
+	// worker's own first pass runs at any moment, and one that came
+	// between would delete every old delivery first.
+	e.oldDelivered(epID, 10, old, 1)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := e.pool.Exec(ctx, sql, args...); err != nil {
@@ -38,7 +41,6 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 		}
 	}
 	exec("UPDATE delivery_attempts SET started_at = $1 WHERE delivery_id % 2 = 0", old)
-	exec("UPDATE deliveries SET status = 'dead', dead_at = $1, delivered_at = NULL WHERE id = (SELECT max(id) FROM deliveries)", old)
 	exec("INSERT INTO latency_histograms (endpoint_id, resolution_seconds, bucket_start) VALUES ($1, 60, $2), ($1, 3600, $2), ($1, 3600, $3)",
 		epID, time.Now().Add(-49*time.Hour), time.Now().Add(-31*24*time.Hour))
 
@@ -324,7 +326,7 @@ func (e *env) pastRetention(n int) time.Time {
 	e.t.Helper()
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	old := time.Now().Add(-8 * 24 * time.Hour)
-	e.oldDelivered(epID, n, old)
+	e.oldDelivered(epID, n, old, 0)
 	return old
 }
 
@@ -338,18 +340,23 @@ func (e *env) oldUndelivered(n int, at time.Time) {
 	}
 }
 
-// oldDelivered adds n delivered deliveries to endpoint epID, each with its
-// own event, all created and delivered at. No span partition of
-// deliveries_delivered is that old: they are in its default partition.
-func (e *env) oldDelivered(epID int64, n int, at time.Time) {
+// oldDelivered adds n deliveries to endpoint epID, each with its own
+// event, all created at: the last dead of them dead letters (dead at,
+// never delivered), the others delivered at. No span partition of
+// deliveries_delivered is that old: the delivered are in its default
+// partition.
+func (e *env) oldDelivered(epID int64, n int, at time.Time, dead int) {
 	e.t.Helper()
 	if _, err := e.pool.Exec(context.Background(), `
 		WITH ev AS (
 			INSERT INTO events (id, type, payload, created_at)
 			SELECT `+v7AtSQL("$2")+`, 'order.created', '{}', $2 FROM generate_series(1, $3)
-			RETURNING id)
-		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, created_at)
-		SELECT id, $1, 'delivered', 1, 5, $2, $2 FROM ev`, epID, at, n); err != nil {
+			RETURNING id),
+		numbered AS (SELECT id, row_number() OVER () > $3 - $4 AS dead FROM ev)
+		INSERT INTO deliveries (event_id, endpoint_id, status, attempt_count, max_attempts, delivered_at, dead_at, created_at)
+		SELECT id, $1, CASE WHEN dead THEN 'dead' ELSE 'delivered' END, 1, 5,
+		       CASE WHEN dead THEN NULL ELSE $2 END, CASE WHEN dead THEN $2 END, $2
+		FROM numbered`, epID, at, n, dead); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -141,10 +141,16 @@ func TestSoakSmall(t *testing.T) {
 	if len(r.Intervals) != 3 {
 		t.Fatalf("%d intervals in a 3 s soak reported every second", len(r.Intervals))
 	}
+	// An interval may send nothing: under -race on a loaded machine the
+	// worker's first send came 1.1 s after the first post. The last one,
+	// steady by then, must.
+	if last := r.Intervals[len(r.Intervals)-1]; last.Sent <= 0 {
+		t.Fatalf("the last interval sent nothing: %+v", last)
+	}
 	for i, iv := range r.Intervals {
-		if iv.Sent <= 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
+		if iv.Sent < 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
 			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 || iv.GoHeap <= 0 || iv.GoHeld < iv.GoHeap ||
-			iv.CPUSelf <= 0 || iv.Busy <= 0 || iv.Busy > 1 {
+			(iv.Sent > 0 && iv.CPUSelf <= 0) || iv.Busy <= 0 || iv.Busy > 1 {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
 	}
