@@ -996,7 +996,8 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	fs.IntVar(&el.Requests, "requests", 100, "with -eventlog: timed requests per case")
 	fs.BoolVar(&el.Retention, "retention", false, "with -eventlog: afterwards run the worker's retention passes (7 days) until nothing is left to delete, and time them")
 	rate := fs.Int("rate", 0, "instead of the drain: queue this many events per second for -duration while the worker delivers them, and report their latencies")
-	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post (after a warm-up of a fifth of it, at most 2s)")
+	duration := fs.Duration("duration", 20*time.Second, "with -rate: how long to post, after the warm-up")
+	warmup := fs.Duration("warmup", 0, "with -rate: post at the rate for this long first, left out of every figure (default a fifth of -duration, at most 2s)")
 	batch := fs.Int("batch", 10, "with -rate: events per ingest transaction")
 	ingesters := fs.Int("ingesters", 8, "with -rate: ingest transactions in flight at once, as concurrent API requests")
 	spread := fs.Bool("spread", false, "with -rate: each event goes to one endpoint, in turn, instead of to every endpoint")
@@ -1018,6 +1019,9 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 		if *timelineFile != "" && *rate == 0 {
 			return nil, errors.New("--timeline goes with --rate")
 		}
+		if *warmup != 0 && *rate == 0 {
+			return nil, errors.New("--warmup goes with --rate")
+		}
 		if o.Processes && (*rate != 0 || *eventLog) {
 			return nil, errors.New("--processes adds a row to the drain; it does not go with --rate or --eventlog")
 		}
@@ -1033,6 +1037,9 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			if *duration <= 0 {
 				return nil, fmt.Errorf("--duration %s: want a positive duration", *duration)
 			}
+			if *warmup < 0 {
+				return nil, fmt.Errorf("--warmup %s: want a positive duration, or 0 for the default", *warmup)
+			}
 			if *soak < 0 || *soak > *duration {
 				return nil, fmt.Errorf("--soak %s: want an interval within --duration", *soak)
 			}
@@ -1044,7 +1051,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				so := bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Warmup: *warmup, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}
 				if *timelineFile == "" {
