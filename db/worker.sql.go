@@ -26,7 +26,8 @@ func (q *Queries) AnalyzeDeliveries(ctx context.Context) error {
 
 const claimSettings = `-- name: ClaimSettings :exec
 
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+       set_config('enable_bitmapscan', 'off', true)
 `
 
 // The claim cycle on deliveries, kept in one file: shard ownership, the claim, and every write after it, fenced by the attempt count it was claimed with.
@@ -35,11 +36,17 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 // PostgreSQL planning DeliveryClaim afresh on every call, which costs as
 // much as claiming dozens of rows; see worker/architecture.md (and
 // Worker.analyzeYoung, which keeps that one plan from being one made for a
-// near-empty table). enable_seqscan off: deliveries_queue fills and
-// empties faster than vacuum and ANALYZE run (migration 00021), so its
-// statistics describe a few hundred rows while its heap holds a minute of
-// dead ones; a plan that scans it reads them all.
-// The claim writes nothing, so it has nothing to commit.
+// near-empty table). enable_seqscan and enable_bitmapscan off:
+// deliveries_queue fills and empties faster than vacuum and ANALYZE run
+// (migration 00021), so its statistics can describe a few live rows while
+// its heap and indexes hold a minute of dead ones. A plan made from them
+// that scans the table reads them all; one that scans deliveries_due by
+// bitmap reads every entry of an endpoint's range, dead ones included
+// (only a plain index scan marks dead entries for the next scan to skip),
+// and sorts them for a LIMIT of a few: claims of 10-90 ms for minutes at
+// a time, until the next ANALYZE (worker/bench/performance.md, "Plans
+// made from a near-empty queue"). The claim writes nothing, so it has nothing
+// to commit.
 func (q *Queries) ClaimSettings(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, claimSettings)
 	return err

@@ -32,7 +32,7 @@
 -- come from the rows just inserted, so nothing reads the queue for them: a
 -- separate statement that looked them up in deliveries_queue walked a
 -- whole index per event whenever the queue had been analyzed nearly empty
--- (worker/bench/performance.md, "The NOTIFY from the fan-out"). Like
+-- (worker/bench/performance.md, "Plans made from a near-empty queue"). Like
 -- EventNotify, it is delivered on commit, and not sent while PostgreSQL's
 -- NOTIFY queue is fuller than @wake_under (db.NotifyQueueLimit; 0: never).
 -- woken runs because the final SELECT's condition reads it, once, before

@@ -6,12 +6,19 @@
 -- PostgreSQL planning DeliveryClaim afresh on every call, which costs as
 -- much as claiming dozens of rows; see worker/architecture.md (and
 -- Worker.analyzeYoung, which keeps that one plan from being one made for a
--- near-empty table). enable_seqscan off: deliveries_queue fills and
--- empties faster than vacuum and ANALYZE run (migration 00021), so its
--- statistics describe a few hundred rows while its heap holds a minute of
--- dead ones; a plan that scans it reads them all.
--- The claim writes nothing, so it has nothing to commit.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true);
+-- near-empty table). enable_seqscan and enable_bitmapscan off:
+-- deliveries_queue fills and empties faster than vacuum and ANALYZE run
+-- (migration 00021), so its statistics can describe a few live rows while
+-- its heap and indexes hold a minute of dead ones. A plan made from them
+-- that scans the table reads them all; one that scans deliveries_due by
+-- bitmap reads every entry of an endpoint's range, dead ones included
+-- (only a plain index scan marks dead entries for the next scan to skip),
+-- and sorts them for a LIMIT of a few: claims of 10-90 ms for minutes at
+-- a time, until the next ANALYZE (worker/bench/performance.md, "Plans
+-- made from a near-empty queue"). The claim writes nothing, so it has nothing
+-- to commit.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+       set_config('enable_bitmapscan', 'off', true);
 
 -- name: DeliveryClaim :many
 -- Reads due deliveries for this worker to send; it writes nothing. It runs
