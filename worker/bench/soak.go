@@ -57,6 +57,12 @@ type SoakInterval struct {
 	// machine running slower, not hookline doing more.
 	CPUSelf, CPUDB time.Duration
 	Busy           float64
+	// SecondP99 is the median, over the interval's seconds, of each
+	// second's p99 of event created → request received (the timeline's
+	// measure). An interval's own p99 is its slowest 1 %, which one slow
+	// second can make on its own; the median of the seconds' p99s shows
+	// whether the typical second got slower.
+	SecondP99 time.Duration
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -217,7 +223,7 @@ func soakLatencies(ctx context.Context, pool *pgxpool.Pool, start time.Time, eve
 // everything is delivered, and writes the soak's table. Where the interval
 // was also read during the run, the read that found more deliveries
 // counts: attempts only add rows, retention only takes them away.
-func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyReport, out io.Writer) error {
+func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeline, r *SteadyReport, out io.Writer) error {
 	s.mu.Lock()
 	got, early := s.got, s.early
 	s.mu.Unlock()
@@ -230,24 +236,26 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 			byK[k] = p
 		}
 	}
+	perSecond := int(s.every / time.Second)
 	for i := range got {
 		got[i].Enqueue = byK[i]
 		got[i].Deliveries = byK[i].Count
 		r.Delivered += byK[i].Count
+		got[i].SecondP99 = tl.medianP99(i*perSecond, (i+1)*perSecond)
 	}
 	r.Intervals = got
 
 	fmt.Fprintf(out, "  events queued       %8d  (%d deliveries; %d more events in the warm-up)\n", r.Events, r.Deliveries, r.WarmupEvents)
 	fmt.Fprintf(out, "  achieved rate       %8.0f events/s  (asked %d)\n", r.AchievedRate, r.Rate)
 	fmt.Fprintf(out, "  every %s: requests sent, enqueue → 1st attempt of the events created in it, table sizes (with indexes) and RSS at its end\n", s.every)
-	fmt.Fprintf(out, "  %8s %9s %9s %9s %9s", "at", "sent/s", "p50", "p99", "max")
+	fmt.Fprintf(out, "  %8s %9s %9s %9s %9s %9s", "at", "sent/s", "p50", "p99", "max", "p99/s")
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
 	fmt.Fprintf(out, " %9s %15s %6s\n", "RSS", "CPU µs/request", "busy")
 	for _, iv := range got {
-		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
-			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max))
+		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
+			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99))
 		for _, t := range soakTables {
 			fmt.Fprintf(out, " %12s", mib(iv.TableBytes[t]))
 		}
@@ -257,7 +265,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 		}
 		fmt.Fprintf(out, " %9s %15s %5.0f%%\n", mib(iv.RSS), cpu, 100*iv.Busy)
 	}
-	fmt.Fprintf(out, "  CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle\n")
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle\n")
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
@@ -265,8 +273,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, r *SteadyR
 	fmt.Fprintf(out, " MiB\n")
 	if len(got) >= 2 {
 		first, last := got[0], got[len(got)-1]
-		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, RSS %s\n",
-			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)), ratio(float64(last.RSS), float64(first.RSS)))
+		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, RSS %s\n",
+			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)),
+			ratio(float64(last.SecondP99), float64(first.SecondP99)), ratio(float64(last.RSS), float64(first.RSS)))
 	}
 	fmt.Fprintf(out, "  drained %.1f s after the last post\n", r.Drain.Seconds())
 	return nil

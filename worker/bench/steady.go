@@ -245,8 +245,10 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if o.Soak == 0 {
 		arr = &arrivals{at: map[string]time.Time{}}
 	}
+	// A soak reads each interval's per-second p99s from the timeline,
+	// written out only when asked for.
 	var tl *timeline
-	if o.Timeline != nil {
+	if o.Timeline != nil || o.Soak > 0 {
 		tl = &timeline{}
 	}
 	rcv, err := newTimingReceiver(o.ReceiverDelay, arr, tl)
@@ -346,13 +348,13 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		}
 	}
 	r.Drain = time.Since(postedAt)
-	if tl != nil {
+	if o.Timeline != nil {
 		if err := tl.write(o.Timeline); err != nil {
 			return r, fmt.Errorf("write the timeline: %w", err)
 		}
 	}
 	if soak != nil {
-		return r, soak.report(ctx, pool, &r, out)
+		return r, soak.report(ctx, pool, tl, &r, out)
 	}
 
 	rows, err := pool.Query(ctx, `

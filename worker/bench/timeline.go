@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,4 +97,22 @@ func (t *timeline) write(out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// medianP99 is the median of the p99s of seconds from (inclusive) to to
+// (exclusive) that had arrivals; 0 when none had.
+func (t *timeline) medianP99(from, to int) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var p99s []time.Duration
+	for s := max(from, 0); s < min(to, len(t.secs)); s++ {
+		if t.secs[s].Count() > 0 {
+			p99s = append(p99s, t.secs[s].Quantile(0.99))
+		}
+	}
+	if len(p99s) == 0 {
+		return 0
+	}
+	slices.Sort(p99s)
+	return p99s[len(p99s)/2]
 }

@@ -82,3 +82,36 @@ func TestTimelineSeconds(t *testing.T) {
 		t.Fatalf("checkTimeline counted %d", n)
 	}
 }
+
+// TestTimelineMedianP99: an interval's typical second, not its worst:
+// the median of its seconds' p99s, seconds without arrivals left out.
+func TestTimelineMedianP99(t *testing.T) {
+	start := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var tl timeline
+	tl.begin(start)
+	// Seconds 0-4: every arrival in second s waits waits[s]; second 2
+	// has none, and second 4 is one slow second.
+	waits := []time.Duration{4 * time.Millisecond, 6 * time.Millisecond, 0, 5 * time.Millisecond, 900 * time.Millisecond}
+	for s, wait := range waits {
+		if wait == 0 {
+			continue
+		}
+		for i := range 10 {
+			at := start.Add(time.Duration(s)*time.Second + time.Duration(i)*time.Millisecond + wait)
+			tl.add(v7(at.Add(-wait)).String(), at)
+		}
+	}
+	near := func(got, want time.Duration) bool { return math.Abs(float64(got-want)) <= 0.03*float64(want) }
+	if got := tl.medianP99(0, 5); !near(got, 6*time.Millisecond) {
+		t.Fatalf("median of the p99s of 4, 6, 5 and 900 ms: %v, want the upper middle, 6 ms", got)
+	}
+	if got := tl.medianP99(0, 2); !near(got, 6*time.Millisecond) {
+		t.Fatalf("seconds 0-1: %v", got)
+	}
+	if got := tl.medianP99(2, 3); got != 0 {
+		t.Fatalf("a second without arrivals: %v, want 0", got)
+	}
+	if got := tl.medianP99(3, 60); !near(got, 900*time.Millisecond) {
+		t.Fatalf("seconds 3 on, past the timeline's end: %v", got)
+	}
+}
