@@ -236,12 +236,15 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 			byK[k] = p
 		}
 	}
-	perSecond := int(s.every / time.Second)
 	for i := range got {
 		got[i].Enqueue = byK[i]
 		got[i].Deliveries = byK[i].Count
 		r.Delivered += byK[i].Count
-		got[i].SecondP99 = tl.medianP99(i*perSecond, (i+1)*perSecond)
+		// The timeline's seconds the interval overlaps (one at least,
+		// for an interval shorter than a second).
+		from := int(time.Duration(i) * s.every / time.Second)
+		to := max(int(time.Duration(i+1)*s.every/time.Second), from+1)
+		got[i].SecondP99 = tl.medianP99(from, to)
 	}
 	r.Intervals = got
 
