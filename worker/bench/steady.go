@@ -294,7 +294,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 	var soak *soakSampler
 	if o.Soak > 0 {
-		soak = startSoakSampler(ctx, pool, bdb.postmaster, o.Soak, windowStart, rcv.count.Load, o.RetainDelivered > 0)
+		soak = startSoakSampler(ctx, pool, bdb.postmaster, o.Soak, windowStart, o.Warmup, rcv.count.Load, o.RetainDelivered > 0)
 	}
 	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
 	if soak != nil {

@@ -150,7 +150,7 @@ func TestSoakSmall(t *testing.T) {
 	for i, iv := range r.Intervals {
 		if iv.Sent < 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
 			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 || iv.GoHeap <= 0 || iv.GoHeld < iv.GoHeap ||
-			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 {
+			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
 	}
@@ -254,6 +254,23 @@ func TestBacklogGrew(t *testing.T) {
 	} {
 		if got := backlogGrew(c.samples, 5000); got != c.want {
 			t.Errorf("backlogGrew(%v) = %v, want %v", c.samples, got, c.want)
+		}
+	}
+}
+
+// TestFloorTo: the soak's reads round the seconds they reach down, before
+// the window's start as after it.
+func TestFloorTo(t *testing.T) {
+	for _, c := range []struct{ d, want time.Duration }{
+		{2500 * time.Millisecond, 2 * time.Second},
+		{2 * time.Second, 2 * time.Second},
+		{0, 0},
+		{-500 * time.Millisecond, -time.Second},
+		{-time.Second, -time.Second},
+		{-1500 * time.Millisecond, -2 * time.Second},
+	} {
+		if got := floorTo(c.d, time.Second); got != c.want {
+			t.Errorf("floorTo(%v, 1s) = %v, want %v", c.d, got, c.want)
 		}
 	}
 }

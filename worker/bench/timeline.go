@@ -116,3 +116,15 @@ func (t *timeline) medianP99(from, to int) time.Duration {
 	slices.Sort(p99s)
 	return p99s[len(p99s)/2]
 }
+
+// quantile is the q-quantile of every arrival in seconds from (inclusive)
+// to to (exclusive), taken together; 0 when there were none.
+func (t *timeline) quantile(from, to int, q float64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var h latency.Histogram
+	for s := max(from, 0); s < min(to, len(t.secs)); s++ {
+		h.Merge(&t.secs[s])
+	}
+	return h.Quantile(q)
+}

@@ -115,3 +115,34 @@ func TestTimelineMedianP99(t *testing.T) {
 		t.Fatalf("seconds 3 on, past the timeline's end: %v", got)
 	}
 }
+
+// TestTimelineQuantile: an interval's p99 over all its arrivals together,
+// which its slowest second sets when that second holds more than 1 % of
+// them.
+func TestTimelineQuantile(t *testing.T) {
+	start := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var tl timeline
+	tl.begin(start)
+	// Seconds 0-2: 100 arrivals each waiting 4 ms; second 3: 10 waiting
+	// 900 ms, 3 % of the 310.
+	for s, n := range []int{100, 100, 100, 10} {
+		wait := 4 * time.Millisecond
+		if s == 3 {
+			wait = 900 * time.Millisecond
+		}
+		for i := range n {
+			at := start.Add(time.Duration(s)*time.Second + time.Duration(i)*time.Millisecond + wait)
+			tl.add(v7(at.Add(-wait)).String(), at)
+		}
+	}
+	near := func(got, want time.Duration) bool { return math.Abs(float64(got-want)) <= 0.03*float64(want) }
+	if got := tl.quantile(0, 4, 0.99); !near(got, 900*time.Millisecond) {
+		t.Fatalf("p99 of seconds 0-3: %v, want the slow second's 900 ms", got)
+	}
+	if got := tl.quantile(0, 3, 0.99); !near(got, 4*time.Millisecond) {
+		t.Fatalf("p99 of seconds 0-2: %v, want 4 ms", got)
+	}
+	if got := tl.quantile(4, 60, 0.99); got != 0 {
+		t.Fatalf("past the timeline's end: %v, want 0", got)
+	}
+}
