@@ -150,20 +150,18 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 // readBehind reads, every second, the enqueue-to-first-attempt latencies
 // of the events created in the seconds that have become one and a half
 // intervals old since the last read: sent by then unless a backlog holds
-// them, and not yet past a retention of three intervals. The reads cost
-// PostgreSQL about 50 ms a second at 3,000 deliveries/s (3,000 probes of
-// the attempts' index); with a warm-up shorter than an interval and a
-// half, the first interval runs without them and the others with them.
+// them, and not yet past a retention of three intervals. With a warm-up
+// shorter than an interval and a half, the first interval runs without
+// the reads and the others with them.
 //
 // A second at a time, not an interval at a time: the read runs beside the
 // traffic it measures, and one read of a minute's 180,000 deliveries (a
 // hash join over a minute of events, deliveries and attempts) took 2 to 6
 // seconds of PostgreSQL's CPU at once, in the soak's busiest minutes. That
 // burst is long enough to set a minute's p99 on its own: the p99 is the
-// minute's slowest 0.6 seconds of traffic. A second's 3,000 deliveries are
-// found by index: about as much work in all (35-75 ms of PostgreSQL a
-// second, measured with auto_explain), but spread evenly. A read that
-// fails is tried again at the next tick, with the seconds that came since.
+// minute's slowest 0.6 seconds of traffic. A second's deliveries are
+// read from their own rows (readSlice). A read that fails is tried again
+// at the next tick, with the seconds that came since.
 func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 	age := s.every + s.every/2
 	step := min(time.Second, s.every/2) // a second, unless intervals are shorter
@@ -209,25 +207,37 @@ func floorTo(d, step time.Duration) time.Duration {
 }
 
 // readSlice counts, into s.behind, the enqueue-to-first-attempt latency
-// of every delivery of the events created from the window's start plus
-// from to plus to, by the interval its event was created in.
+// of every delivery attempted of the events created from the window's
+// start plus from to plus to, by the interval its event was created in.
 //
 // A delivery's created_at is its event's (the same transaction's now()),
-// so events are not read. The bounds on the event ids (UUIDv7, made in
-// the bench just before the event's transaction sets created_at) and on
-// the attempts' start let PostgreSQL skip every partition of delivered
-// deliveries and attempts outside them; each delivery's first attempt is
-// one probe of delivery_attempts_delivery.
+// so events are not read, and the bounds on the event ids (UUIDv7, made in
+// the bench just before the event's transaction sets created_at) leave
+// out every partition of delivered deliveries but the one or two the
+// slice falls in. A delivery delivered at its first attempt carries that
+// attempt on its row: it finished at delivered_at, after last_response_ms.
+// Its start is read from there, not from its attempt row, which would
+// cost an index probe into every partition of delivery_attempts for every
+// delivery: 3,000 probes a second, 35-75 ms of PostgreSQL a second at
+// 3,000 deliveries/s (auto_explain), the largest statement the soak ran.
+// The finish is the worker's clock read as the send returns, so the start
+// read this way is later than the attempt row's by that moment
+// (TestSoakSmall holds it under a millisecond). Any other delivery (a
+// retry, a failure) reads its first attempt's row.
 func (s *soakSampler) readSlice(ctx context.Context, pool *pgxpool.Pool, from, to time.Duration) error {
 	lo, hi := s.start.Add(from), s.start.Add(to)
 	rows, err := pool.Query(ctx, `
 		SELECT floor(extract(epoch FROM d.created_at - $1::timestamptz) / $2)::int,
-		       extract(epoch FROM a.started_at - d.created_at)::float8 * 1000
+		       CASE WHEN d.status = 'delivered' AND d.attempt_count = 1
+		            THEN extract(epoch FROM d.delivered_at - d.created_at)::float8 * 1000 - d.last_response_ms
+		            ELSE (SELECT extract(epoch FROM a.started_at - d.created_at)::float8 * 1000
+		                  FROM delivery_attempts a
+		                  WHERE a.delivery_id = d.id AND a.attempt_no = 1 AND a.started_at >= $5)
+		       END
 		FROM deliveries d
-		JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt_no = 1
 		WHERE d.event_id >= $3 AND d.event_id < $4
 		  AND d.created_at >= $5 AND d.created_at < $6
-		  AND a.started_at >= $5`,
+		  AND d.attempt_count > 0`,
 		s.start, s.every.Seconds(), worker.UUIDAt(lo.Add(-time.Second)), worker.UUIDAt(hi.Add(time.Second)), lo, hi)
 	if err != nil {
 		return err
@@ -238,12 +248,15 @@ func (s *soakSampler) readSlice(ctx context.Context, pool *pgxpool.Pool, from, t
 	}
 	var got []latencyAt
 	for rows.Next() {
-		var l latencyAt
-		if err := rows.Scan(&l.k, &l.ms); err != nil {
+		var k int
+		var ms *float64 // none when retention took the first attempt's row
+		if err := rows.Scan(&k, &ms); err != nil {
 			rows.Close()
 			return err
 		}
-		got = append(got, l)
+		if ms != nil {
+			got = append(got, latencyAt{k, *ms})
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return err

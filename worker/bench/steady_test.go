@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/worker/latency"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -128,10 +130,11 @@ func TestSteadySpread(t *testing.T) {
 // TestSoakSmall: a soak reports every interval's throughput, latencies,
 // table sizes and memory, and keeps no per-delivery state.
 func TestSoakSmall(t *testing.T) {
+	url := dbtest.URL(t)
 	var out bytes.Buffer
 	r, err := Steady(context.Background(), SteadyOptions{
 		Rate: 100, Duration: 3 * time.Second, Warmup: 200 * time.Millisecond, Soak: time.Second,
-		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: dbtest.URL(t),
+		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: url,
 	}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -167,6 +170,50 @@ func TestSoakSmall(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "last ÷ first interval") {
 		t.Fatalf("no comparison of the last interval with the first:\n%s", out.String())
+	}
+
+	// The reads during a run (readSlice) take a first attempt's start from
+	// its delivered row, finish less duration: within a millisecond of the
+	// attempt row's start, and the same percentiles as the exact read at
+	// the end, over the whole run as one interval.
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var n int
+	var gap float64
+	if err := pool.QueryRow(context.Background(), `
+		SELECT count(*), coalesce(max(abs(extract(epoch FROM d.delivered_at - a.started_at) * 1000 - d.last_response_ms)), -1)
+		FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt_no = 1
+		WHERE d.status = 'delivered' AND d.attempt_count = 1`).Scan(&n, &gap); err != nil {
+		t.Fatal(err)
+	}
+	if n < r.Deliveries || gap < 0 || gap >= 1 {
+		t.Fatalf("%d deliveries delivered at their first attempt (%d queued); finish less duration is up to %.3f ms from the attempt's start", n, r.Deliveries, gap)
+	}
+	var start time.Time
+	if err := pool.QueryRow(context.Background(), `SELECT min(created_at) FROM deliveries`).Scan(&start); err != nil {
+		t.Fatal(err)
+	}
+	s := &soakSampler{every: time.Hour, start: start, behind: map[int]*latency.Histogram{}}
+	if err := s.readSlice(context.Background(), pool, 0, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	exact, err := soakLatencies(context.Background(), pool, start, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, want := s.behind[0], exact[0]
+	if h == nil {
+		t.Fatalf("nothing read during the run; at the end: %+v", want)
+	}
+	near := func(got, want time.Duration) bool {
+		return math.Abs(float64(got-want)) <= 0.03*float64(want)+float64(time.Millisecond)
+	}
+	if int(h.Count()) != want.Count || want.Count < r.Deliveries ||
+		!near(h.Quantile(0.5), want.P50) || !near(h.Quantile(0.99), want.P99) {
+		t.Fatalf("read during the run: %d deliveries, p50 %v, p99 %v; at the end: %+v", h.Count(), h.Quantile(0.5), h.Quantile(0.99), want)
 	}
 }
 
