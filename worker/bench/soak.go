@@ -58,6 +58,10 @@ type SoakInterval struct {
 	// machine running slower, not hookline doing more.
 	CPUSelf, CPUDB time.Duration
 	Busy           float64
+	// RefWork is the CPU time a fixed piece of work took at its end
+	// (machineSpeed): when it rises with the CPU per request, the machine
+	// got slower, not hookline costlier.
+	RefWork time.Duration
 	// SecondP99 is the median, over the interval's seconds, of each
 	// second's p99 of event created → request received (the timeline's
 	// measure). An interval's own p99 is its slowest 1 %, which one slow
@@ -111,6 +115,7 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 				iv.CPUDB = perItem(prevCPU.db, cpu.db, iv.Sent)
 			}
 			iv.Busy = machine.busySince(prevMachine)
+			iv.RefWork = machineSpeed()
 			prev, prevCPU, prevMachine = n, cpu, machine
 			for _, table := range soakTables {
 				var b int64
@@ -373,7 +378,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s\n", "RSS", "CPU µs/request", "busy")
+	fmt.Fprintf(out, " %9s %15s %6s %8s\n", "RSS", "CPU µs/request", "busy", "ref work")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -384,9 +389,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
 			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%%\n", mib(iv.RSS), cpu, 100*iv.Busy)
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork))
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle\n")
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower\n")
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
