@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +64,11 @@ type SoakInterval struct {
 	// (machineSpeed): when it rises with the CPU per request, the machine
 	// got slower, not hookline costlier.
 	RefWork time.Duration
+	// SchedP99 is the p99 of the time this process's goroutines waited,
+	// runnable, for a thread to run on (runtime/metrics
+	// /sched/latencies:seconds), over the interval: the wait for a core
+	// that the CPU per request does not show.
+	SchedP99 time.Duration
 	// SecondP99 is the median, over the interval's seconds, of each
 	// second's p99 of event created → request received (the timeline's
 	// measure). An interval's own p99 is its slowest 1 %, which one slow
@@ -105,7 +112,7 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 		case <-s.done:
 			return
 		}
-		prev, prevCPU, prevMachine := sent(), sampleCPU(postmaster), sampleMachine()
+		prev, prevCPU, prevMachine, prevSched := sent(), sampleCPU(postmaster), sampleMachine(), schedLatencies()
 		sample := func(k int) {
 			n, cpu, machine := sent(), sampleCPU(postmaster), sampleMachine()
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
@@ -116,7 +123,9 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 			}
 			iv.Busy = machine.busySince(prevMachine)
 			iv.RefWork = machineSpeed()
-			prev, prevCPU, prevMachine = n, cpu, machine
+			sched := schedLatencies()
+			iv.SchedP99 = sched.p99Since(prevSched)
+			prev, prevCPU, prevMachine, prevSched = n, cpu, machine, sched
 			for _, table := range soakTables {
 				var b int64
 				if err := pool.QueryRow(ctx, sizeOfTable, table).Scan(&b); err == nil {
@@ -378,7 +387,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s %8s\n", "RSS", "CPU µs/request", "busy", "ref work")
+	fmt.Fprintf(out, " %9s %15s %6s %8s %9s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -389,9 +398,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
 			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork))
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99))
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower\n")
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread\n")
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
@@ -435,6 +444,52 @@ func ratio(a, b float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", a/b)
+}
+
+// schedHistogram is the Go runtime's histogram of the time goroutines
+// waited, runnable, to run, counted since the process started.
+type schedHistogram struct {
+	counts  []uint64
+	buckets []float64 // seconds; len(counts)+1 boundaries
+}
+
+func schedLatencies() schedHistogram {
+	sample := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return schedHistogram{}
+	}
+	h := sample[0].Value.Float64Histogram()
+	return schedHistogram{counts: slices.Clone(h.Counts), buckets: h.Buckets}
+}
+
+// p99Since is the p99 of the waits counted since prev: the upper bound of
+// the bucket it falls in (the lower one for the last, unbounded, bucket);
+// 0 when none were counted or the histograms differ in shape.
+func (h schedHistogram) p99Since(prev schedHistogram) time.Duration {
+	if len(h.counts) == 0 || len(prev.counts) != len(h.counts) {
+		return 0
+	}
+	var total uint64
+	for i := range h.counts {
+		total += h.counts[i] - prev.counts[i]
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := total - total/100 // the count at or below the p99
+	var seen uint64
+	for i := range h.counts {
+		seen += h.counts[i] - prev.counts[i]
+		if seen >= rank {
+			b := h.buckets[i+1]
+			if math.IsInf(b, 1) {
+				b = h.buckets[i]
+			}
+			return time.Duration(b * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 // goMemory reads the Go heap's objects and all the memory the runtime

@@ -153,7 +153,7 @@ func TestSoakSmall(t *testing.T) {
 	for i, iv := range r.Intervals {
 		if iv.Sent < 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
 			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 || iv.GoHeap <= 0 || iv.GoHeld < iv.GoHeap ||
-			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 {
+			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 || iv.SchedP99 <= 0 {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
 	}
@@ -319,5 +319,31 @@ func TestFloorTo(t *testing.T) {
 		if got := floorTo(c.d, time.Second); got != c.want {
 			t.Errorf("floorTo(%v, 1s) = %v, want %v", c.d, got, c.want)
 		}
+	}
+}
+
+// TestSchedP99: the p99 of the waits counted between two readings of the
+// runtime's histogram, as the upper bound of its bucket.
+func TestSchedP99(t *testing.T) {
+	buckets := []float64{0, 1e-6, 1e-3, 1e-2, math.Inf(1)}
+	prev := schedHistogram{counts: []uint64{5, 5, 5, 5}, buckets: buckets}
+	for _, c := range []struct {
+		name   string
+		counts []uint64
+		want   time.Duration
+	}{
+		{"all under a microsecond", []uint64{105, 5, 5, 5}, time.Microsecond},
+		{"2 % between 1 and 10 ms", []uint64{103, 5, 7, 5}, 10 * time.Millisecond},
+		{"2 % in the unbounded bucket", []uint64{103, 5, 5, 7}, 10 * time.Millisecond},
+		{"1 % over a microsecond", []uint64{104, 6, 5, 5}, time.Microsecond},
+		{"nothing counted", []uint64{5, 5, 5, 5}, 0},
+	} {
+		h := schedHistogram{counts: c.counts, buckets: buckets}
+		if got := h.p99Since(prev); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := schedLatencies(); len(got.counts) == 0 || len(got.buckets) != len(got.counts)+1 {
+		t.Fatalf("the runtime's scheduling latencies: %d counts, %d boundaries", len(got.counts), len(got.buckets))
 	}
 }
