@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -134,10 +135,11 @@ func (m machineSample) busySince(before machineSample) float64 {
 	return 1 - float64(m.idle-before.idle)/float64(m.total-before.total)
 }
 
-// refWork is the fixed piece of work machineSpeed times: SHA-256 over a
-// buffer larger than the caches' share a core has, so that it goes slower
-// both when the core does and when the memory behind it is contended.
-var refWork = make([]byte, 4<<20)
+// refWork is the buffer machineSpeed hashes: larger than the caches'
+// share a core has, so that the work goes slower both when the core does
+// and when the memory behind it is contended. Made on first use, not in
+// every command of the binary.
+var refWork = sync.OnceValue(func() []byte { return make([]byte, 4<<20) })
 
 // machineSpeed is the CPU time this thread takes for refWork, the best of
 // three. hookline's CPU per request can rise because hookline does more
@@ -154,7 +156,7 @@ func machineSpeed() time.Duration {
 		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &a) != nil {
 			return 0
 		}
-		sum := sha256.Sum256(refWork)
+		sum := sha256.Sum256(refWork())
 		refSink ^= sum[0]
 		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &b) != nil {
 			return 0

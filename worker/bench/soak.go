@@ -232,7 +232,7 @@ func floorTo(d, step time.Duration) time.Duration {
 // attempt on its row: it finished at delivered_at, after last_response_ms.
 // Its start is read from there, not from its attempt row, which would
 // cost an index probe into every partition of delivery_attempts for every
-// delivery: 3,000 probes a second, 35-75 ms of PostgreSQL a second at
+// delivery: 3,000 probes a second, 35-98 ms of PostgreSQL a second at
 // 3,000 deliveries/s (auto_explain), the largest statement the soak ran.
 // The finish is the worker's clock read as the send returns, so the start
 // read this way is later than the attempt row's by that moment
