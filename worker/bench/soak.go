@@ -94,9 +94,9 @@ type soakSampler struct {
 	got    []SoakInterval
 	// behind holds, by interval, the latencies read during the run.
 	behind map[int]*latency.Histogram
-	// reads, readTime and readMax are the reads made during the run, their
-	// time by the interval they ran in and the longest (the bench's own
-	// load on the database).
+	// reads, readTime and readMax are the reads made during the window,
+	// their time by the interval they ran in and the longest (the bench's
+	// own load on the database); the warm-up's are not counted.
 	reads    int
 	readTime map[int]time.Duration
 	readMax  time.Duration
@@ -203,13 +203,13 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 			continue
 		}
 		took := time.Since(began)
-		s.mu.Lock()
-		s.reads++
 		if at := began.Sub(s.start); at >= 0 { // the warm-up's are not reported
+			s.mu.Lock()
+			s.reads++
 			s.readTime[int(at/s.every)] += took
+			s.readMax = max(s.readMax, took)
+			s.mu.Unlock()
 		}
-		s.readMax = max(s.readMax, took)
-		s.mu.Unlock()
 		next = upto
 	}
 }
