@@ -103,3 +103,33 @@ func (w *Worker) wakeEverywhere() {
 	w.hints.all()
 	signal(w.wake)
 }
+
+// In-process wake-ups. When the web server and the worker share a process
+// (hookline serve), an ingest names the endpoints it queued deliveries for
+// to the worker directly once its transaction has committed (WakeFor),
+// and, while ClaimsEverything holds, sends no wake-up NOTIFY at all: no
+// other replica may claim any delivery then, so none needs waking. A
+// notifying commit holds a lock of the whole cluster through its WAL flush,
+// so notifying ingests commit one at a time, and the NOTIFY reaches the
+// worker only once PostgreSQL's listening backend has run
+// (worker/bench/performance.md, "The wake-up passed in process").
+//
+// Should a shard move to another worker between the ingest's check and
+// its commit, the new owner does not miss the delivery: it takes the shard
+// only after this worker has given it up, and looks at every endpoint as
+// soon as it has taken one (holdSession).
+
+// ClaimsEverything reports whether this worker may claim from every shard
+// now: it holds every shard's lock, gives none up, and no worker of the
+// older claim protocol is alive. It reads an atomic and never waits.
+func (w *Worker) ClaimsEverything() bool { return w.own.everything.Load() }
+
+// WakeFor makes the claim loop look at these endpoints now: deliveries to
+// them were just committed.
+func (w *Worker) WakeFor(endpointIDs ...int64) {
+	if len(endpointIDs) == 0 {
+		return
+	}
+	w.hints.add(endpointIDs...)
+	signal(w.wake)
+}

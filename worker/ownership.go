@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,6 +130,11 @@ type ownership struct {
 	// beatDraining what it said of draining.
 	beat         time.Time
 	beatDraining bool
+	// everything: this worker may claim from every shard (held, none
+	// leaving, no older worker alive), as of the last reconcile. Read
+	// without mu (Worker.ClaimsEverything), so an ingest never waits
+	// behind a claim for it.
+	everything atomic.Bool
 }
 
 var (
@@ -186,12 +192,14 @@ func (o *ownership) claimable() shardSet {
 func (o *ownership) attach(conn *pgx.Conn) {
 	o.mu.Lock()
 	o.conn, o.held, o.leaving, o.beat = conn, shardSet{}, shardSet{}, time.Time{}
+	o.everything.Store(false)
 	o.mu.Unlock()
 }
 
 func (o *ownership) detach() {
 	o.mu.Lock()
 	o.conn, o.held, o.leaving = nil, shardSet{}, shardSet{}
+	o.everything.Store(false)
 	o.mu.Unlock()
 }
 
@@ -307,6 +315,7 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 			}
 		}
 	}
+	o.everything.Store(after == shardCount)
 	w.metrics.observeShards(after)
 	return after > before, nil
 }

@@ -112,6 +112,65 @@ func TestWakeStillLooksEverywhere(t *testing.T) {
 	<-done
 }
 
+// TestWakeFor: an ingest in the same process names the endpoints it
+// queued for with WakeFor instead of a NOTIFY, and the worker claims at
+// those endpoints only, at once (its poll interval is an hour): B's
+// delivery stays pending until B is named too.
+func TestWakeFor(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
+	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
+	clk := newClock()
+	w := e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
+	e.run(w)
+	e.settled(w)
+
+	later := clk.Now().Add(time.Minute)
+	evB := e.queueQuietly(b, later)
+	evA := e.queueQuietly(a, later)
+	clk.Advance(2 * time.Minute)
+	w.WakeFor() // names nothing: no claim
+	w.WakeFor(a)
+	e.waitFor("A's delivery", func() bool { return e.delivery(evA).Status == "delivered" })
+	if s := e.delivery(evB).Status; s != "pending" {
+		t.Fatalf("B's delivery is %s: the claim looked beyond the endpoint named", s)
+	}
+	w.WakeFor(b)
+	e.waitFor("B's delivery once named", func() bool { return e.delivery(evB).Status == "delivered" })
+}
+
+// TestClaimsEverything: a worker alone, once it holds every shard, claims
+// everything (an ingest beside it then sends no NOTIFY); with a second
+// worker live, neither does, and a worker that lost its session does not.
+func TestClaimsEverything(t *testing.T) {
+	e := newEnv(t)
+	a := e.worker(func(c *Config) { c.WorkerID = "a" })
+	b := e.worker(func(c *Config) { c.WorkerID = "b" })
+	if a.ClaimsEverything() {
+		t.Fatal("a worker without a session claims everything")
+	}
+	killA := e.alive(a)
+	e.owning(a)
+	if !a.ClaimsEverything() {
+		t.Fatal("a worker alone, holding every shard, does not claim everything")
+	}
+	killB := e.alive(b)
+	e.owning(a, b)
+	if a.ClaimsEverything() || b.ClaimsEverything() {
+		t.Fatalf("with two workers live: a claims everything %v, b %v", a.ClaimsEverything(), b.ClaimsEverything())
+	}
+	killA()
+	if a.ClaimsEverything() {
+		t.Fatal("a worker whose session ended claims everything")
+	}
+	e.owning(b)
+	if !b.ClaimsEverything() {
+		t.Fatal("the one worker left, holding every shard, does not claim everything")
+	}
+	killB()
+}
+
 func TestParseEndpointList(t *testing.T) {
 	for _, c := range []struct {
 		in   string

@@ -163,7 +163,7 @@ type Worker struct {
 	// min(ClaimBatch, Concurrency) of them.
 	queue   chan queued
 	freed   chan struct{} // a send finished (claim loop may claim again)
-	wake    chan struct{} // NOTIFY arrived
+	wake    chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
 	hints   claimHints    // where the claim loop looks next
 	outbox  chan struct{} // a completion queued operator notifications
 	results chan outcome  // senders → completer
@@ -421,6 +421,6 @@ func signal(ch chan struct{}) {
 }
 
 // Wake makes the claim loop look for due work at every endpoint now (used
-// after in-process ingest in tests and benchmarks; production uses
-// NOTIFY).
+// by tests and benchmarks that queue deliveries without the ingest; the
+// ingest wakes a worker with WakeFor or a NOTIFY).
 func (w *Worker) Wake() { w.wakeEverywhere() }
