@@ -720,7 +720,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 	}
 	var srv *web.Server
 	if runWeb {
-		if srv, err = a.webServer(); err != nil {
+		if srv, err = a.webServer(w); err != nil {
 			return err
 		}
 		hintFirstSteps(ctx, a.pool, log)
@@ -782,7 +782,14 @@ func (a *app) worker() (*worker.Worker, error) {
 	})
 }
 
-func (a *app) webServer() (*web.Server, error) {
+// webServer builds the dashboard and API; w is the worker of the same
+// process, or nil, which the ingest then wakes in process rather than by
+// NOTIFY alone.
+func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
+	var local web.LocalWorker
+	if w != nil {
+		local = w
+	}
 	return web.New(web.Config{
 		Pool:         a.pool,
 		Box:          a.box,
@@ -795,6 +802,7 @@ func (a *app) webServer() (*web.Server, error) {
 		Registry:     a.reg,
 		SearchKeys:   a.cfg.SearchKeys,
 		Portal:       web.PortalConfig{LinkTTL: a.cfg.PortalLinkTTL, Title: a.cfg.PortalTitle, PublicURL: a.cfg.PublicURL},
+		Worker:       local,
 	})
 }
 
@@ -1209,7 +1217,7 @@ func runDemo(ctx context.Context, cfg config, log *slog.Logger, std stdio, rate 
 	if err != nil {
 		return err
 	}
-	srv, err := a.webServer()
+	srv, err := a.webServer(w)
 	if err != nil {
 		return err
 	}

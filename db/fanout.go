@@ -11,15 +11,18 @@ type FanOutEvent struct {
 }
 
 // FanOut lays events out as DeliveryFanOut's parallel arrays, the batch of
-// one statement that queues every event's deliveries and wakes the workers
-// for them (unless PostgreSQL's NOTIFY queue is fuller than
-// NotifyQueueLimit).
-func FanOut(events []FanOutEvent) []DeliveryFanOutParams {
+// one statement that queues every event's deliveries and, with notify,
+// wakes the workers for them by NOTIFY (unless PostgreSQL's NOTIFY queue
+// is fuller than NotifyQueueLimit). Without notify the caller wakes the
+// one worker that may claim them in process (worker.Worker.WakeFor).
+func FanOut(events []FanOutEvent, notify bool) []DeliveryFanOutParams {
 	p := DeliveryFanOutParams{
 		EventIds:   make([]uuid.UUID, len(events)),
 		EventTypes: make([]string, len(events)),
 		PartnerIds: make([]int64, len(events)),
-		WakeUnder:  NotifyQueueLimit,
+	}
+	if notify {
+		p.WakeUnder = NotifyQueueLimit
 	}
 	for i, e := range events {
 		p.EventIds[i], p.EventTypes[i] = e.ID, e.Type

@@ -67,7 +67,7 @@ func TestFanOut(t *testing.T) {
 		t.Helper()
 		var got []string
 		var ferr error
-		q.DeliveryFanOut(ctx, db.FanOut(events)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
+		q.DeliveryFanOut(ctx, db.FanOut(events, true)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
 			ferr = err
 			for _, r := range rows {
 				got = append(got, fmt.Sprintf("%s→%d %s", r.EventID, r.EndpointID, r.Status))
@@ -105,6 +105,46 @@ func TestFanOut(t *testing.T) {
 	}
 }
 
+// TestFanOutWithoutNotify: a fan-out whose caller wakes the worker in
+// process (notify false) queues the same deliveries and sends no NOTIFY;
+// the same fan-out with notify does.
+func TestFanOutWithoutNotify(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	listener := listen(t, pool)
+	var endpoint int64
+	if err := pool.QueryRow(ctx, `WITH p AS (INSERT INTO partners (name) VALUES ('one') RETURNING id)
+		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM p
+		RETURNING id`).Scan(&endpoint); err != nil {
+		t.Fatal(err)
+	}
+	for _, notify := range []bool{false, true} {
+		id := uuid.New()
+		if _, err := pool.Exec(ctx, "INSERT INTO events (id, type, payload) VALUES ($1, 't', '{}')", id); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		var ferr error
+		db.New(pool).DeliveryFanOut(ctx, db.FanOut([]db.FanOutEvent{{ID: id, Type: "t"}}, notify)).
+			Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
+				ferr = err
+				for _, r := range rows {
+					got = append(got, r.EndpointID)
+				}
+			})
+		if ferr != nil || !slices.Equal(got, []int64{endpoint}) {
+			t.Fatalf("notify %v: fan-out queued for %v (%v), want [%d]", notify, got, ferr, endpoint)
+		}
+		n := notification(t, listener)
+		switch {
+		case !notify && n != nil:
+			t.Fatalf("a fan-out without notify sent a wake-up %q", *n)
+		case notify && (n == nil || *n != joinIDs([]int64{endpoint})):
+			t.Fatalf("a fan-out with notify sent wake-up %v, want %q", n, joinIDs([]int64{endpoint}))
+		}
+	}
+}
+
 // TestFanOutWakesEverywhereOver500: a fan-out that queues for more than
 // 500 endpoints wakes the workers with an empty payload, "look
 // everywhere", rather than a list longer than a claim takes.
@@ -136,7 +176,7 @@ func TestFanOutWakesEverywhereOver500(t *testing.T) {
 		}
 		var n int
 		var ferr error
-		db.New(pool).DeliveryFanOut(ctx, db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "t", Excluded: excluded}})).
+		db.New(pool).DeliveryFanOut(ctx, db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "t", Excluded: excluded}}, true)).
 			Query(func(_ int, rows []db.DeliveryFanOutRow, err error) { n, ferr = len(rows), err })
 		if ferr != nil || n != c.endpoints {
 			t.Fatalf("fan-out queued %d (%v), want %d", n, ferr, c.endpoints)

@@ -374,7 +374,7 @@ func TestFanOutPlan(t *testing.T) {
 	}
 	var stmt captured
 	var err error
-	db.New(&stmt).DeliveryFanOut(ctx, db.FanOut(events)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) { err = e })
+	db.New(&stmt).DeliveryFanOut(ctx, db.FanOut(events, true)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) { err = e })
 	if !errors.Is(err, errCaptured) {
 		t.Fatalf("want the statement captured, got %v", err)
 	}

@@ -108,7 +108,7 @@ func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
 	}
 	everywhere := func(q *db.Queries, limit float64) error { return q.EventNotify(ctx, limit) }
 	named := func(q *db.Queries, limit float64) error {
-		fan := db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "t"}})
+		fan := db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "t"}}, true)
 		fan[0].WakeUnder = limit
 		var err error
 		q.DeliveryFanOut(ctx, fan).Query(func(_ int, rows []db.DeliveryFanOutRow, e error) {

@@ -187,6 +187,10 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 // round trip, the fan-out, NOTIFY and COMMIT in another. An event is
 // accepted only once that COMMIT has succeeded.
 //
+// With a worker in this process (Config.Worker) the endpoints queued for
+// are named to it once committed; while it claims from every shard the
+// fan-out sends no NOTIFY (worker/hints.go, "In-process wake-ups").
+//
 // The events are inserted by one statement. Should PostgreSQL refuse one
 // of them as data, that statement cannot say which: the transaction is
 // rolled back and tried again with a statement per event, which does.
@@ -198,9 +202,14 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 	defer conn.Release()
 	oneByOne, rerouted := false, 0
 	for {
+		notify := s.cfg.Worker == nil || !s.cfg.Worker.ClaimsEverything()
 		tx := db.NewTxPipeline(conn)
-		err = s.storeEventsIn(ctx, tx, ok, results, oneByOne)
+		var queuedFor []int64
+		queuedFor, err = s.storeEventsIn(ctx, tx, ok, results, oneByOne, notify)
 		if err == nil {
+			if s.cfg.Worker != nil && len(queuedFor) > 0 {
+				s.cfg.Worker.WakeFor(queuedFor...)
+			}
 			return nil
 		}
 		tx.Rollback(ctx)
@@ -220,7 +229,10 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 // errRefusedInSet: PostgreSQL refused one of a set of events as data.
 var errRefusedInSet = errors.New("an event of the set was refused")
 
-func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []validated, results []ingestResult, oneByOne bool) error {
+// storeEventsIn runs one try of storeEvents' transaction; queuedFor are
+// the endpoints it queued deliveries for, each once. notify makes the
+// fan-out send the wake-up NOTIFY.
+func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []validated, results []ingestResult, oneByOne, notify bool) (queuedFor []int64, err error) {
 	q := db.New(tx)
 	// The filters as of the transaction's first statement: one saved
 	// before it applies to these events.
@@ -235,7 +247,7 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 	inserted := make([]bool, len(ok))
 	if oneByOne {
 		if err := insertOneByOne(ctx, q, events, inserted); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		at := make(map[uuid.UUID]int, len(ok))
@@ -250,14 +262,14 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			}
 		})
 		if _, ok := refusedAsInput(setErr); ok {
-			return errRefusedInSet
+			return nil, errRefusedInSet
 		}
 		if setErr != nil {
-			return fmt.Errorf("insert events: %w", setErr)
+			return nil, fmt.Errorf("insert events: %w", setErr)
 		}
 	}
 	if err := tx.Err(); err != nil {
-		return fmt.Errorf("insert events: %w", err)
+		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	filters := s.compileFilters(filterRows)
 
@@ -282,17 +294,22 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			tx.CommitWithNextBatch()
 		}
 		var fanErr error
-		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
+		seen := map[int64]bool{}
+		q.DeliveryFanOut(ctx, db.FanOut(fan, notify)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
 			if err != nil {
 				fanErr = err
 				return
 			}
 			for _, r := range rows {
 				refs[r.EventID] = append(refs[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
+				if !seen[r.EndpointID] {
+					seen[r.EndpointID] = true
+					queuedFor = append(queuedFor, r.EndpointID)
+				}
 			}
 		})
 		if fanErr != nil {
-			return fmt.Errorf("queue deliveries: %w", fanErr)
+			return nil, fmt.Errorf("queue deliveries: %w", fanErr)
 		}
 		for _, i := range fanIdx {
 			v := ok[i]
@@ -301,14 +318,14 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 		}
 	}
 	if err := tx.Err(); err != nil {
-		return fmt.Errorf("queue deliveries: %w", err)
+		return nil, fmt.Errorf("queue deliveries: %w", err)
 	}
 	if len(dupKeys) > 0 {
 		if err := s.resolveDuplicates(ctx, q, ok, inserted, dupKeys, results); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return tx.Commit(ctx)
+	return queuedFor, tx.Commit(ctx)
 }
 
 // insertOneByOne inserts events with a statement each, marking those

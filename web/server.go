@@ -47,6 +47,20 @@ type Config struct {
 	SearchKeys []string
 	// Portal configures the partner portal (link lifetime, title).
 	Portal PortalConfig
+	// Worker is the delivery worker of this process, when it has one
+	// (hookline serve). An ingest wakes it in process once committed, and
+	// sends no wake-up NOTIFY while it claims from every shard: no other
+	// replica could claim the deliveries then.
+	Worker LocalWorker
+}
+
+// LocalWorker is what an ingest needs of a worker in the same process
+// (worker.Worker implements it).
+type LocalWorker interface {
+	// ClaimsEverything: no other worker may claim any delivery now.
+	ClaimsEverything() bool
+	// WakeFor: deliveries to these endpoints were just committed.
+	WakeFor(endpointIDs ...int64)
 }
 
 // Server is the HTTP handler for everything hookline serves.

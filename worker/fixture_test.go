@@ -258,7 +258,7 @@ func (e *env) insertEvents(ctx context.Context, ids []uuid.UUID, typ, payload st
 		if err != nil {
 			return err
 		}
-		q.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) {
+		q.DeliveryFanOut(ctx, db.FanOut(fan, true)).Query(func(_ int, _ []db.DeliveryFanOutRow, e error) {
 			if e != nil && err == nil {
 				err = e
 			}

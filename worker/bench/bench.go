@@ -414,7 +414,7 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 	for done := 0; done < events; done += 1000 {
 		n := min(1000, events-done)
 		err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
-			_, err := ingest(ctx, conn, &cache, n, payload, nil)
+			_, err := ingest(ctx, conn, &cache, n, payload, nil, nil)
 			return err
 		})
 		if err != nil {
@@ -435,8 +435,11 @@ func queue(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) (
 // events' ids once committed.
 //
 // typeOf names the i-th event's type; nil gives every event the one type
-// all endpoints of a fan-out bench take.
-func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string) ([]uuid.UUID, error) {
+// all endpoints of a fan-out bench take. local is the worker of the same
+// process, as hookline serve's ingest has it (web.Config.Worker), or nil:
+// once committed it is woken for the endpoints queued for, and while it
+// claims from every shard the fan-out sends no NOTIFY.
+func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int, payload []byte, typeOf func(i int) string, local localWorker) ([]uuid.UUID, error) {
 	ids := make([]uuid.UUID, n)
 	types := make([]string, n)
 	ev := make([]db.NewEvent, n)
@@ -472,12 +475,32 @@ func ingest(ctx context.Context, conn *pgxpool.Conn, cache *filter.Cache, n int,
 		fan[i] = db.FanOutEvent{ID: ids[i], Type: types[i], Excluded: filter.Rejecting(filters, payload)}
 	}
 	tx.CommitWithNextBatch()
-	qt.DeliveryFanOut(ctx, db.FanOut(fan)).Query(func(_ int, _ []db.DeliveryFanOutRow, err error) { berr = errors.Join(berr, err) })
+	notify := local == nil || !local.ClaimsEverything()
+	var queuedFor []int64
+	seen := map[int64]bool{}
+	qt.DeliveryFanOut(ctx, db.FanOut(fan, notify)).Query(func(_ int, rows []db.DeliveryFanOutRow, err error) {
+		berr = errors.Join(berr, err)
+		for _, r := range rows {
+			if !seen[r.EndpointID] {
+				seen[r.EndpointID] = true
+				queuedFor = append(queuedFor, r.EndpointID)
+			}
+		}
+	})
 	if berr = errors.Join(berr, tx.Err()); berr != nil || !tx.Committed() {
 		tx.Rollback(ctx)
 		return nil, errors.Join(berr, tx.Commit(ctx))
 	}
+	if local != nil && len(queuedFor) > 0 {
+		local.WakeFor(queuedFor...)
+	}
 	return ids, nil
+}
+
+// localWorker is web.LocalWorker: the worker an in-process ingest wakes.
+type localWorker interface {
+	ClaimsEverything() bool
+	WakeFor(endpointIDs ...int64)
 }
 
 // withConn runs fn on a connection of pool's.

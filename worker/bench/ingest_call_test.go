@@ -25,7 +25,7 @@ func BenchmarkIngestCall(b *testing.B) {
 	payload := makePayload(o.PayloadBytes)
 	var cache filter.Cache
 	for b.Loop() {
-		if _, err := ingest(ctx, conn, &cache, 10, payload, eventType); err != nil {
+		if _, err := ingest(ctx, conn, &cache, 10, payload, eventType, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -296,7 +296,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if o.Soak > 0 {
 		soak = startSoakSampler(ctx, pool, bdb.postmaster, o.Soak, windowStart, o.Warmup, rcv.count.Load, o.RetainDelivered > 0)
 	}
-	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load)
+	measured, warm, window, err := pace(ctx, pool, o, payload, rcv.count.Load, w)
 	if soak != nil {
 		soak.stop()
 	}
@@ -444,8 +444,9 @@ type paced struct {
 // second, for o.Warmup and then o.Duration. Each batch is its own
 // transaction on one of o.Ingesters goroutines; a tick that finds them all
 // busy waits, and the ticks it misses are dropped rather than posted in a
-// burst later, so the achieved rate falls instead of the spacing.
-func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte, sent func() int64) (m paced, warm int, window struct{ start, end time.Time }, err error) {
+// burst later, so the achieved rate falls instead of the spacing. local is
+// the worker each batch wakes, as hookline serve's ingest does.
+func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []byte, sent func() int64, local localWorker) (m paced, warm int, window struct{ start, end time.Time }, err error) {
 	interval := time.Duration(float64(time.Second) * float64(o.Batch) / float64(o.Rate))
 	// With Spread, events take the endpoints' types in turn, across
 	// batches.
@@ -536,7 +537,7 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 		wg.Go(func() {
 			defer func() { <-sem }()
 			posted := time.Now()
-			ids, err := ingestBatch(ctx, pool, &cache, o.Batch, payload, typeOf)
+			ids, err := ingestBatch(ctx, pool, &cache, o.Batch, payload, typeOf, local)
 			at := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
@@ -600,8 +601,9 @@ func cmpErr(prev, err error) error {
 
 // ingestBatch stores n events and their fan-out in one transaction with
 // the statements POST /api/v1/events/batch runs (web's storeEvents: the
-// insert batch, the endpoints' filters, the fan-out batch, the NOTIFY).
-func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n int, payload []byte, typeOf func(int) string) ([]uuid.UUID, error) {
+// insert batch, the endpoints' filters, the fan-out batch, the wake-up of
+// local or the NOTIFY).
+func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n int, payload []byte, typeOf func(int) string, local localWorker) ([]uuid.UUID, error) {
 	if typeOf != nil { // the types taken once: a batch stored again keeps its own
 		types := make([]string, n)
 		for i := range types {
@@ -613,7 +615,7 @@ func ingestBatch(ctx context.Context, pool *pgxpool.Pool, cache *filter.Cache, n
 	err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
 		var err error
 		for range 3 { // as storeEvents, again when a partition of events was made meanwhile
-			if ids, err = ingest(ctx, conn, cache, n, payload, typeOf); !db.RoutedToDefault(err) {
+			if ids, err = ingest(ctx, conn, cache, n, payload, typeOf, local); !db.RoutedToDefault(err) {
 				break
 			}
 		}
