@@ -49,25 +49,34 @@ func (e *env) settled(w *Worker) {
 	})
 }
 
+// dueAtTwoEndpoints runs a settled worker that polls once an hour, and
+// queues a delivery to each of two endpoints, A and B, without waking it;
+// both are due by the worker's clock when it returns. A claim that looked
+// everywhere would take both in one statement.
+func dueAtTwoEndpoints(t *testing.T) (e *env, w *Worker, a, b int64, evA, evB uuid.UUID) {
+	t.Helper()
+	e = newEnv(t)
+	rcv := newReceiver(t)
+	a, _ = e.endpoint(endpointOpts{url: rcv.URL + "/a"})
+	b, _ = e.endpoint(endpointOpts{url: rcv.URL + "/b"})
+	clk := newClock()
+	w = e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
+	e.run(w)
+	e.settled(w)
+	later := clk.Now().Add(time.Minute)
+	evB = e.queueQuietly(b, later)
+	evA = e.queueQuietly(a, later)
+	clk.Advance(2 * time.Minute)
+	return e, w, a, b, evA, evB
+}
+
 // TestWakeClaimsNamedEndpoints: a NOTIFY that names endpoints makes the
 // worker claim at those endpoints only. B's delivery is as due as A's, and
 // a claim that looked everywhere would have taken both in one statement;
 // after A's arrives B's is still pending, until a wake-up that names no
 // endpoint.
 func TestWakeClaimsNamedEndpoints(t *testing.T) {
-	e := newEnv(t)
-	rcv := newReceiver(t)
-	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
-	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
-	clk := newClock()
-	w := e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
-	e.run(w)
-	e.settled(w)
-
-	later := clk.Now().Add(time.Minute)
-	evB := e.queueQuietly(b, later)
-	evA := e.queueQuietly(a, later)
-	clk.Advance(2 * time.Minute)
+	e, _, a, _, evA, evB := dueAtTwoEndpoints(t)
 	e.notify(fmt.Sprint(a))
 	e.waitFor("A's delivery", func() bool { return e.delivery(evA).Status == "delivered" })
 	if s := e.delivery(evB).Status; s != "pending" {
@@ -117,19 +126,7 @@ func TestWakeStillLooksEverywhere(t *testing.T) {
 // those endpoints only, at once (its poll interval is an hour): B's
 // delivery stays pending until B is named too.
 func TestWakeFor(t *testing.T) {
-	e := newEnv(t)
-	rcv := newReceiver(t)
-	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
-	b, _ := e.endpoint(endpointOpts{url: rcv.URL + "/b"})
-	clk := newClock()
-	w := e.worker(func(c *Config) { c.Now = clk.Now; c.PollInterval = time.Hour })
-	e.run(w)
-	e.settled(w)
-
-	later := clk.Now().Add(time.Minute)
-	evB := e.queueQuietly(b, later)
-	evA := e.queueQuietly(a, later)
-	clk.Advance(2 * time.Minute)
+	e, w, a, b, evA, evB := dueAtTwoEndpoints(t)
 	w.WakeFor() // names nothing: no claim
 	w.WakeFor(a)
 	e.waitFor("A's delivery", func() bool { return e.delivery(evA).Status == "delivered" })
