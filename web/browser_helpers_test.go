@@ -114,9 +114,20 @@ func newChromeTab(t *testing.T, base string) *chromeTab {
 	path := chromiumPath(t)
 	dir := artifactsDir(t)
 	profile := t.TempDir() // registered first, so removed after the browser exits
+	// Chromium keeps its singleton socket in a directory it makes in
+	// $TMPDIR and removes only when it exits by itself; the test ends it
+	// with a kill, which left one directory in /tmp a browser. A short
+	// one of the test's own (a socket's path is limited to 108 bytes) is
+	// removed after the browser exits.
+	tmp, err := os.MkdirTemp("", "chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
