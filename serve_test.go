@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/worker/signing"
 )
@@ -222,4 +224,92 @@ func TestEmbeddedDatabase(t *testing.T) {
 	if _, err := os.Stat(dir + "/pg/postmaster.pid"); err == nil {
 		t.Fatal("embedded PostgreSQL still running after serve stopped")
 	}
+}
+
+// TestServeWakesItsWorkerInProcess: under "hookline serve" with no other
+// replica, the worker owns every shard, and an event posted to the API is
+// delivered with no wake-up NOTIFY sent: the ingest names it to the worker
+// of its own process. The listener does hear a NOTIFY sent afterwards, so
+// its silence means something.
+func TestServeWakesItsWorkerInProcess(t *testing.T) {
+	var got atomic.Int64
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
+	defer rcv.Close()
+	url := dbtest.URL(t)
+	env := map[string]string{
+		"DATABASE_URL":            url,
+		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
+		"HOOKLINE_ADDR":           freeAddr(t),
+		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
+		"HOOKLINE_DATA_DIR":       t.TempDir(),
+	}
+	p := start(t, env, "serve")
+	key := lastLine(command(t, env, "", "apikey", "create", "--name", "wake"))
+	_, partner := api(t, p.addr, key, "POST", "/api/v1/partners", map[string]any{"name": "Acme"})
+	if status, ep := api(t, p.addr, key, "POST", "/api/v1/endpoints", map[string]any{
+		"partner_id": partner["id"], "name": "hook", "kind": "webhook", "url": rcv.URL + "/in"}); status != 201 {
+		t.Fatalf("endpoint: %d %v", status, ep)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256") {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not own every shard within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	notified := func() (string, bool) {
+		wait, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		n, err := listener.WaitForNotification(wait)
+		if err != nil {
+			return "", false
+		}
+		return n.Payload, true
+	}
+	if status, ev := api(t, p.addr, key, "POST", "/api/v1/events", map[string]any{"type": "order.created", "payload": map[string]any{"n": 1}}); status != 202 {
+		t.Fatalf("event: %d %v", status, ev)
+	}
+	for got.Load() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the event was not delivered within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if payload, ok := notified(); ok {
+		t.Fatalf("the ingest sent a wake-up NOTIFY %q with its worker in the process owning every shard", payload)
+	}
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if _, err := other.Exec(ctx, "SELECT pg_notify('hookline_deliveries', 'control')"); err != nil {
+		t.Fatal(err)
+	}
+	if payload, ok := notified(); !ok || payload != "control" {
+		t.Fatalf("the listener did not hear a NOTIFY sent to it: %q, %v", payload, ok)
+	}
+}
+
+// metrics is the text of GET /metrics.
+func metrics(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
