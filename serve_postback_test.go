@@ -33,14 +33,7 @@ func TestServeSignedHashPostback(t *testing.T) {
 		w.Write([]byte("OK"))
 	}))
 	defer rcv.Close()
-	env := map[string]string{
-		"DATABASE_URL":            dbtest.URL(t),
-		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
-		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
-		"HOOKLINE_ADDR":           freeAddr(t),
-		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
-		"HOOKLINE_DATA_DIR":       t.TempDir(),
-	}
+	env := serveEnv(t, dbtest.URL(t))
 	p := start(t, env, "serve")
 	key := lastLine(command(t, env, "", "apikey", "create", "--name", "e2e"))
 	status, partner := api(t, p.addr, key, "POST", "/api/v1/partners", map[string]any{"name": "Clickwave"})

@@ -32,6 +32,34 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// serveEnv is the environment of a "hookline serve" on the database at
+// url, with fixed keys, a free loopback address and its own data
+// directory, allowed to deliver to loopback receivers.
+func serveEnv(t *testing.T, url string) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"DATABASE_URL":            url,
+		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
+		"HOOKLINE_ADDR":           freeAddr(t),
+		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
+		"HOOKLINE_DATA_DIR":       t.TempDir(),
+	}
+}
+
+// waitUntil checks cond every 10 ms until it holds, and fails the test if
+// it does not within d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type process struct {
 	t      *testing.T
 	cancel context.CancelFunc
@@ -136,14 +164,7 @@ func TestServeDeliversEndToEnd(t *testing.T) {
 		got.Add(1)
 	}))
 	defer rcv.Close()
-	env := map[string]string{
-		"DATABASE_URL":            dbtest.URL(t),
-		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
-		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
-		"HOOKLINE_ADDR":           freeAddr(t),
-		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
-		"HOOKLINE_DATA_DIR":       t.TempDir(),
-	}
+	env := serveEnv(t, dbtest.URL(t))
 	p := start(t, env, "serve")
 	key := lastLine(command(t, env, "", "apikey", "create", "--name", "e2e"))
 	if !strings.HasPrefix(key, "hk_") {
@@ -236,14 +257,7 @@ func TestServeWakesItsWorkerInProcess(t *testing.T) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
 	defer rcv.Close()
 	url := dbtest.URL(t)
-	env := map[string]string{
-		"DATABASE_URL":            url,
-		"HOOKLINE_SECRET_KEY":     "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
-		"HOOKLINE_SESSION_KEY":    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=",
-		"HOOKLINE_ADDR":           freeAddr(t),
-		"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8",
-		"HOOKLINE_DATA_DIR":       t.TempDir(),
-	}
+	env := serveEnv(t, url)
 	p := start(t, env, "serve")
 	key := lastLine(command(t, env, "", "apikey", "create", "--name", "wake"))
 	_, partner := api(t, p.addr, key, "POST", "/api/v1/partners", map[string]any{"name": "Acme"})
@@ -251,13 +265,9 @@ func TestServeWakesItsWorkerInProcess(t *testing.T) {
 		"partner_id": partner["id"], "name": "hook", "kind": "webhook", "url": rcv.URL + "/in"}); status != 201 {
 		t.Fatalf("endpoint: %d %v", status, ep)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256") {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not own every shard within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, "the worker owning every shard", func() bool {
+		return strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256")
+	})
 
 	ctx := context.Background()
 	listener, err := pgx.Connect(ctx, url)
@@ -280,21 +290,12 @@ func TestServeWakesItsWorkerInProcess(t *testing.T) {
 	if status, ev := api(t, p.addr, key, "POST", "/api/v1/events", map[string]any{"type": "order.created", "payload": map[string]any{"n": 1}}); status != 202 {
 		t.Fatalf("event: %d %v", status, ev)
 	}
-	for got.Load() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the event was not delivered within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, "the event delivered", func() bool { return got.Load() >= 1 })
 	if payload, ok := notified(); ok {
 		t.Fatalf("the ingest sent a wake-up NOTIFY %q with its worker in the process owning every shard", payload)
 	}
-	other, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close(ctx)
-	if _, err := other.Exec(ctx, "SELECT pg_notify('hookline_deliveries', 'control')"); err != nil {
+	// A session hears its own NOTIFY, as it hears any other's.
+	if _, err := listener.Exec(ctx, "SELECT pg_notify('hookline_deliveries', 'control')"); err != nil {
 		t.Fatal(err)
 	}
 	if payload, ok := notified(); !ok || payload != "control" {
