@@ -290,16 +290,18 @@ func (c *chromeTab) open(path string) {
 	c.do("open "+path, chromedp.Navigate(c.base+path))
 }
 
-// waitUntil polls a JavaScript condition until it is true. It survives
-// navigations (the condition is evaluated afresh each time), so it can wait
-// for a page that a click is loading.
+// waitUntil polls a JavaScript condition until it is true of a document
+// that has finished loading. It survives navigations (the condition is
+// evaluated afresh each time), so it can wait for a page that a click or a
+// script is loading; a page still being parsed, whose first rows are in
+// and the rest not yet, never satisfies it.
 func (c *chromeTab) waitUntil(what, cond string, timeout time.Duration) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { try { return !!(`+cond+`); } catch (e) { return false; } })()`))
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { try { return document.readyState === "complete" && !!(`+cond+`); } catch (e) { return false; } })()`))
 		cancel()
 		if err == nil && ok {
 			return
@@ -355,7 +357,7 @@ func (c *chromeTab) clickToLoad(css, cond string) {
 	c.t.Helper()
 	evalJS[chromedp.Void](c, "window.__hooklineOldDocument = true")
 	c.click(css)
-	c.waitUntil("the page after clicking "+css, `!window.__hooklineOldDocument && document.readyState === "complete" && (`+cond+`)`, stepTimeout)
+	c.waitUntil("the page after clicking "+css, `!window.__hooklineOldDocument && (`+cond+`)`, stepTimeout)
 }
 
 // clickToSwap clicks something that makes htmx replace the element
