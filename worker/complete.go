@@ -224,7 +224,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		done.Owners = append(done.Owners, owner)
 		done.Statuses = append(done.Statuses, status)
 		done.NextAttemptAts = append(done.NextAttemptAts, next)
-		done.FinishedAts = append(done.FinishedAts, o.finished)
+		done.FinishedAts = append(done.FinishedAts, o.ended())
 		done.Errors = append(done.Errors, r.Error)
 		done.ErrorClasses = append(done.ErrorClasses, r.ErrorClass)
 		done.StatusCodes = append(done.StatusCodes, int32(r.StatusCode))

@@ -36,6 +36,19 @@ type outcome struct {
 	leased bool
 }
 
+// ended is when the attempt ended, as its attempt row has it: its start
+// plus its duration, both the sender's. The delivery's delivered_at or
+// dead_at is this, so a delivered row alone gives its last attempt's start
+// (delivered_at less last_response_ms) exactly; finished, read after the
+// send returned, can be later by however long the goroutine waited for a
+// thread. An attempt without a start (none was made) ended when finished.
+func (o *outcome) ended() time.Time {
+	if o.res.Started.IsZero() {
+		return o.finished
+	}
+	return o.res.Started.Add(o.res.Duration)
+}
+
 // sent reports whether the attempt touched the network, so its duration is
 // a real latency sample.
 func (o *outcome) sent() bool {

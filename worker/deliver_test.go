@@ -176,3 +176,30 @@ func TestPostbackPathValueRedacted(t *testing.T) {
 		t.Fatalf("stored error %q", *d.LastError)
 	}
 }
+
+// A delivery's delivered_at is its attempt's end as the attempt row has
+// it, start plus duration, not when the worker got round to the result:
+// here the worker's clock jumps a minute while the partner answers.
+func TestDeliveredAtIsTheAttemptsEnd(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	clk := newClock()
+	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		clk.Advance(time.Minute)
+		w.WriteHeader(http.StatusOK)
+	})
+	e.endpoint(endpointOpts{url: rcv.URL + "/hook"})
+	ids := e.events(1, "order.created", `{}`)
+	e.run(e.worker(func(c *Config) { c.Now = clk.Now }))
+	e.waitFor("the delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 1 })
+	var gapMs float64
+	if err := e.pool.QueryRow(context.Background(), `
+		SELECT extract(epoch FROM d.delivered_at - a.started_at) * 1000 - a.duration_ms
+		FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+		WHERE d.event_id = $1`, ids[0]).Scan(&gapMs); err != nil {
+		t.Fatal(err)
+	}
+	if gapMs < -0.01 || gapMs > 0.01 {
+		t.Fatalf("delivered_at is %.3f ms after the attempt's start plus its duration", gapMs)
+	}
+}
