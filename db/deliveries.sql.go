@@ -438,6 +438,22 @@ func (q *Queries) EndpointQueueDepths(ctx context.Context) ([]EndpointQueueDepth
 	return items, nil
 }
 
+const fanOutSettings = `-- name: FanOutSettings :exec
+SELECT set_config('enable_seqscan', 'off', true)
+`
+
+// DeliveryFanOut's setting, for the rest of its transaction (it is the
+// last statement before COMMIT; db.TxPipeline sends this just before it,
+// in the same round trip). enable_seqscan off: the set's types are known
+// only when the statement runs, so the planner prices the one search of
+// endpoints_event_types (exact) for an unknown array, above a scan of a
+// few thousand endpoints, and a scan of every endpoint per ingest grows
+// with the endpoints.
+func (q *Queries) FanOutSettings(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, fanOutSettings)
+	return err
+}
+
 const replayProgress = `-- name: ReplayProgress :one
 SELECT count(*) FILTER (WHERE status = 'delivered')::bigint AS delivered,
        count(*) FILTER (WHERE status IN ('pending', 'failed', 'in_flight'))::bigint AS waiting,

@@ -150,6 +150,19 @@ func (n planNode) scansOf(relation string) []string {
 	return out
 }
 
+// indexScans lists the index condition of each node that reads index
+// (a bitmap index scan has no relation of its own).
+func (n planNode) indexScans(index string) []string {
+	var out []string
+	if n.IndexName == index {
+		out = append(out, n.IndexCond)
+	}
+	for _, c := range n.Plans {
+		out = append(out, c.indexScans(index)...)
+	}
+	return out
+}
+
 // seed is how seedDeliveries fills the queue: every delivery in status
 // (delivered ones with delivered_at), every pendingEvery-th of them
 // pending instead and every leasedEvery-th leased to worker w1 as a probe
@@ -346,9 +359,10 @@ func TestClaimPlan(t *testing.T) {
 }
 
 // TestFanOutPlan: with many endpoints, each subscribed to its own types,
-// fan-out finds an event's endpoints through the event_types index and
-// tests one by one only the endpoints that take every type or a pattern,
-// never every endpoint against every event. It reads no deliveries: its
+// fan-out finds the set's endpoints through the event_types index, in one
+// search for all of its types, and tests one by one only the endpoints
+// that take every type or a pattern, never every endpoint against every
+// event. It reads no deliveries: its
 // wake-up NOTIFY names the endpoints from the rows it inserted. A separate
 // statement that looked them up in the queue walked a whole partial index
 // per event once the queue had been analyzed nearly empty (1,593 calls of
@@ -379,13 +393,17 @@ func TestFanOutPlan(t *testing.T) {
 		t.Fatalf("want the statement captured, got %v", err)
 	}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		plan := explain(t, pool, stmt, mode)
+		plan := explain(t, pool, stmt, mode, func(q *db.Queries) error { return q.FanOutSettings(ctx) })
 		scans := plan.scansOf("endpoints")
 		for _, s := range scans {
 			if strings.HasPrefix(s, "Seq Scan") {
 				t.Errorf("fan-out (%s) reads endpoints by %s", mode, strings.Join(scans, ", "))
 				break
 			}
+		}
+		// One search of the type index for the whole set, by overlap.
+		if s := plan.indexScans("endpoints_event_types"); len(s) != 1 || !strings.HasPrefix(s[0], "(event_types && ") {
+			t.Errorf("fan-out (%s) searches endpoints_event_types by %q, want one search for the set's types (&&)", mode, s)
 		}
 		for _, r := range plan.relationsLike("deliveries") {
 			if s := plan.scansOf(r); len(s) > 0 {

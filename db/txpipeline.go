@@ -117,7 +117,8 @@ func (t *TxPipeline) CopyFrom(ctx context.Context, table pgx.Identifier, columns
 }
 
 // SendBatch sends b with BEGIN before it (the first time) and COMMIT
-// after it (when asked), in one round trip.
+// after it (when asked), in one round trip. A batch that fans events out
+// (DeliveryFanOut) has the fan-out's setting (FanOutSettings) before it.
 func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	out := &pgx.Batch{}
 	begin := !t.begun
@@ -125,10 +126,18 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 		out.Queue("BEGIN")
 		t.begun = true
 	}
+	fanOut := false
 	filters := t.filters
 	if filters != nil {
 		out.Queue(endpointFilters)
 		t.filters = nil
+	}
+	for _, q := range b.QueuedQueries {
+		if q.SQL == deliveryFanOut {
+			out.Queue(fanOutSettings)
+			fanOut = true
+			break
+		}
 	}
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
 	commit := t.commitNow
@@ -153,6 +162,11 @@ func (t *TxPipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 		}
 		if err != nil {
 			return fail(fmt.Errorf("read endpoint filters: %w", err))
+		}
+	}
+	if fanOut {
+		if _, err := br.Exec(); err != nil {
+			return fail(fmt.Errorf("fan-out settings: %w", err))
 		}
 	}
 	return &pipelinedResults{BatchResults: br, tx: t, commit: commit}

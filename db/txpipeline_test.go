@@ -142,3 +142,41 @@ func listen(t *testing.T, pool *pgxpool.Pool) *pgxpool.Conn {
 	}
 	return conn
 }
+
+// TestTxPipelineFanOutSettings: a batch that fans events out runs with the
+// fan-out's setting (FanOutSettings: no sequential scan of endpoints), set
+// for its transaction only; a batch without the fan-out does not.
+func TestTxPipelineFanOutSettings(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	seqscan := func(q db.DBTX) string {
+		t.Helper()
+		var v string
+		if err := q.QueryRow(ctx, "SHOW enable_seqscan").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tx := db.NewTxPipeline(conn)
+	_ = tx.SendBatch(ctx, &pgx.Batch{QueuedQueries: []*pgx.QueuedQuery{{SQL: "SELECT 1"}}}).Close()
+	if got := seqscan(tx); tx.Err() != nil || got != "on" {
+		t.Fatalf("a batch without the fan-out: enable_seqscan %s (%v)", got, tx.Err())
+	}
+	var ferr error
+	db.New(tx).DeliveryFanOut(ctx, db.FanOut([]db.FanOutEvent{{ID: uuid.New(), Type: "none"}}, false)).
+		Query(func(_ int, _ []db.DeliveryFanOutRow, err error) { ferr = err })
+	if got := seqscan(tx); ferr != nil || tx.Err() != nil || got != "off" {
+		t.Fatalf("the fan-out's transaction: enable_seqscan %s (%v, %v)", got, ferr, tx.Err())
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqscan(conn); got != "on" {
+		t.Fatalf("after the fan-out's transaction: enable_seqscan %s", got)
+	}
+}
