@@ -362,12 +362,12 @@ func TestClaimPlan(t *testing.T) {
 // fan-out finds the set's endpoints through the event_types index, in one
 // search for all of its types, and tests one by one only the endpoints
 // that take every type or a pattern, never every endpoint against every
-// event. It reads no deliveries: its
-// wake-up NOTIFY names the endpoints from the rows it inserted. A separate
-// statement that looked them up in the queue walked a whole partial index
-// per event once the queue had been analyzed nearly empty (1,593 calls of
-// 5-40 ms in two minutes of a soak; worker/bench/performance.md, "Plans
-// made from a near-empty queue").
+// event. It reads no deliveries: its wake-up NOTIFY names the endpoints
+// from the rows it inserted. A separate statement that looked them up in
+// the queue walked a whole partial index per event once the queue had
+// been analyzed nearly empty (1,593 calls of 5-40 ms in two minutes of a
+// soak; worker/bench/performance.md, "Plans made from a near-empty
+// queue").
 func TestFanOutPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
