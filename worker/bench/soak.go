@@ -234,10 +234,9 @@ func floorTo(d, step time.Duration) time.Duration {
 // cost an index probe into every partition of delivery_attempts for every
 // delivery: 3,000 probes a second, 35-98 ms of PostgreSQL a second at
 // 3,000 deliveries/s (auto_explain), the largest statement the soak ran.
-// The finish is the worker's clock read as the send returns, so the start
-// read this way is later than the attempt row's by that moment
-// (TestSoakSmall holds it under a millisecond). Any other delivery (a
-// retry, a failure) reads its first attempt's row.
+// delivered_at is the attempt's end, its start plus its duration, so the
+// start read this way is the attempt row's (TestSoakSmall). Any other
+// delivery (a retry, a failure) reads its first attempt's row.
 func (s *soakSampler) readSlice(ctx context.Context, pool *pgxpool.Pool, from, to time.Duration) error {
 	lo, hi := s.start.Add(from), s.start.Add(to)
 	rows, err := pool.Query(ctx, `
