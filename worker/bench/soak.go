@@ -180,10 +180,13 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 	age := s.every + s.every/2
 	step := min(time.Second, s.every/2) // a second, unless intervals are shorter
 	// From the window's start: read up to here. The warm-up's events are
-	// read too (and left out of every figure), so that with a warm-up of
-	// an interval and a half or more the reads run through the whole
-	// window, its first interval included, and load every interval alike.
-	next := floorTo(-min(s.warmup, age), step)
+	// read too (and left out of every figure), from the warm-up's start:
+	// with a warm-up of an interval and a half or more the reads are
+	// already running when the window opens, and load every interval
+	// alike, the process's memory included. (Read from an interval and a
+	// half before the window only, they began as it opened, and the Go
+	// runtime's memory rose by a quarter through its first interval.)
+	next := floorTo(-s.warmup, step)
 	t := time.NewTicker(step)
 	defer t.Stop()
 	for {
