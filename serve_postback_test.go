@@ -56,17 +56,14 @@ func TestServeSignedHashPostback(t *testing.T) {
 		if status != 202 {
 			t.Fatalf("event: %d %v", status, ev)
 		}
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		waitUntil(t, 20*time.Second, "the postback", func() bool {
 			mu.Lock()
-			if len(urls) > n {
-				got := urls[n]
-				mu.Unlock()
-				return got
-			}
-			mu.Unlock()
-		}
-		t.Fatal("the postback never arrived")
-		return ""
+			defer mu.Unlock()
+			return len(urls) > n
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return urls[n]
 	}
 	verifies := func(got, secret string) bool {
 		t.Helper()
