@@ -80,6 +80,10 @@ type SoakInterval struct {
 	// same tail as Enqueue.P99 plus the ingest's commit and the send, and
 	// measured without reading the database.
 	ReceivedP99 time.Duration
+	// CommitP99 is the p99 of the commit probe's round trips begun in the
+	// interval (probeCommits): the reference for the deliveries' p99,
+	// measured beside them.
+	CommitP99 time.Duration
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -100,12 +104,15 @@ type soakSampler struct {
 	reads    int
 	readTime map[int]time.Duration
 	readMax  time.Duration
-	done     chan struct{}
-	wg       sync.WaitGroup
+	// commits holds, by interval, the commit probe's round trips.
+	commits map[int]*latency.Histogram
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, every time.Duration, start time.Time, warmup time.Duration, sent func() int64, early bool) *soakSampler {
-	s := &soakSampler{every: every, start: start, warmup: warmup, behind: map[int]*latency.Histogram{}, readTime: map[int]time.Duration{}, done: make(chan struct{})}
+	s := &soakSampler{every: every, start: start, warmup: warmup, behind: map[int]*latency.Histogram{}, readTime: map[int]time.Duration{}, commits: map[int]*latency.Histogram{}, done: make(chan struct{})}
+	s.wg.Go(func() { s.probeCommits(ctx, pool) })
 	s.wg.Go(func() {
 		select {
 		case <-time.After(time.Until(start)):
@@ -215,6 +222,62 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 			s.mu.Unlock()
 		}
 		next = upto
+	}
+}
+
+// probeEvery is how often probeCommits commits: 1,200 round trips a
+// minute, so a minute's p99 is its 12 slowest, at a cost of a few
+// thousandths of the soak's commits.
+const probeEvery = 50 * time.Millisecond
+
+// probeCommits times, every probeEvery from the warm-up on, a transaction
+// that does nothing but commit durably (txid_current gives it a
+// transaction id, so its commit writes a record and waits for the WAL's
+// flush), on a connection of its own. Its work is the same in every
+// interval, and it has the deliveries' waits: for a core, for PostgreSQL's
+// backend to run, for the WAL's flush and the fsync's disk. When the
+// deliveries' p99 rises from one interval to the next and the probe's
+// rises with it, the interval was slower for any work on this machine;
+// when the probe's stays level, the rise is hookline's own. A probe that
+// fails is not counted; a broken connection ends the probe.
+func (s *soakSampler) probeCommits(ctx context.Context, pool *pgxpool.Pool) {
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+		began := time.Now()
+		var xid int64
+		if err := conn.QueryRow(ctx, "SELECT txid_current()").Scan(&xid); err != nil {
+			if conn.IsClosed() {
+				return
+			}
+			continue
+		}
+		took := time.Since(began)
+		at := began.Sub(s.start)
+		if at < 0 {
+			continue
+		}
+		k := int(at / s.every)
+		s.mu.Lock()
+		h := s.commits[k]
+		if h == nil {
+			h = &latency.Histogram{}
+			s.commits[k] = h
+		}
+		h.Observe(took, true)
+		s.mu.Unlock()
 	}
 }
 
@@ -360,6 +423,11 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for k, h := range s.behind {
 		early[k] = Percentiles{Count: int(h.Count()), P50: h.Quantile(0.50), P95: h.Quantile(0.95), P99: h.Quantile(0.99), Max: h.Max()}
 	}
+	for i := range got {
+		if h := s.commits[i]; h != nil {
+			got[i].CommitP99 = h.Quantile(0.99)
+		}
+	}
 	s.mu.Unlock()
 	byK, err := soakLatencies(ctx, pool, s.start, s.every)
 	if err != nil {
@@ -390,7 +458,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s %8s %9s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99")
+	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -401,9 +469,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
 			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99))
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99))
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread\n")
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: it rises when the machine or PostgreSQL's commits got slower, not hookline)\n")
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
@@ -411,10 +479,10 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	fmt.Fprintf(out, " MiB\n")
 	if len(got) >= 2 {
 		first, last := got[0], got[len(got)-1]
-		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s\n",
+		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s; the reference's commit p99 %s\n",
 			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)),
 			ratio(float64(last.SecondP99), float64(first.SecondP99)), ratio(float64(last.ReceivedP99), float64(first.ReceivedP99)),
-			ratio(float64(last.RSS), float64(first.RSS)))
+			ratio(float64(last.RSS), float64(first.RSS)), ratio(float64(last.CommitP99), float64(first.CommitP99)))
 	}
 	if reads > 0 {
 		var all time.Duration
