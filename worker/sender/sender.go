@@ -288,14 +288,6 @@ func New(opts Options) (*Sender, error) {
 		MaxConnsPerHost:     perHost,
 		MaxConnWaitTimeout:  time.Minute, // bounded sooner by each request's deadline
 		MaxIdleConnDuration: 90 * time.Second,
-		// The connection last used goes out first, so a partner's
-		// connections in use follow its traffic: those a burst opened
-		// fall idle and close after MaxIdleConnDuration. fasthttp's
-		// default, oldest first, keeps every one of them in turn in use
-		// (a 3,000/s bench held all 256 throughout), and takes the
-		// connection idle longest, the likeliest to have been closed by
-		// a partner's own keep-alive timeout.
-		ConnPoolStrategy: fasthttp.LIFO,
 		// A busy connection is never idle: without an end of its own it
 		// would outlive a partner's DNS change (a failover, a move behind
 		// another load balancer) for as long as deliveries keep it busy.

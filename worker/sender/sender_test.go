@@ -592,57 +592,6 @@ func TestSendRemoteAddrAndReuse(t *testing.T) {
 	}
 }
 
-// TestSendReusesTheLatestConnection: after a burst has opened several
-// connections to a host, sends one at a time all go out on the one last
-// used, so the others sit idle and close after MaxIdleConnDuration. Taken
-// oldest first (fasthttp's default), every connection a burst opened
-// stays in use, and open on the partner, for as long as traffic lasts.
-func TestSendReusesTheLatestConnection(t *testing.T) {
-	const burst = 4
-	var mu sync.Mutex
-	arrived, from := 0, map[string]int{}
-	all := make(chan struct{})
-	counting := false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		arrived++
-		if arrived == burst {
-			close(all)
-		}
-		if counting {
-			from[r.RemoteAddr]++
-		}
-		mu.Unlock()
-		<-all // the burst's requests are answered once all are in
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
-
-	s := newTestSender(t, Options{})
-	var wg sync.WaitGroup
-	for range burst {
-		wg.Go(func() {
-			if res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second}); res.Outcome != OK {
-				t.Errorf("burst: %q %s", res.Outcome, res.Error)
-			}
-		})
-	}
-	wg.Wait()
-	mu.Lock()
-	counting = true
-	mu.Unlock()
-	for i := range 10 {
-		if res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second}); res.Outcome != OK {
-			t.Fatalf("send %d: %q %s", i, res.Outcome, res.Error)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(from) != 1 {
-		t.Fatalf("10 sends one at a time after a burst of %d went out on %d connections (%v), want 1", burst, len(from), from)
-	}
-}
-
 func TestSendExcerptSanitised(t *testing.T) {
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
