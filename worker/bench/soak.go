@@ -113,6 +113,13 @@ type soakSampler struct {
 func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, every time.Duration, start time.Time, warmup time.Duration, sent func() int64, early bool) *soakSampler {
 	s := &soakSampler{every: every, start: start, warmup: warmup, behind: map[int]*latency.Histogram{}, readTime: map[int]time.Duration{}, commits: map[int]*latency.Histogram{}, done: make(chan struct{})}
 	s.wg.Go(func() { s.probeCommits(ctx, pool) })
+	// The reference work's buffer (4 MiB, refWork) is made and hashed now,
+	// before the window. Made at the first interval's end, after its RSS
+	// was read, it stayed live from then on, and the heap the garbage
+	// collector aims for (twice the live heap) grew by twice its size:
+	// the runtime's memory, and RSS with it, stepped up by 8-10 MiB from
+	// the first interval to the second of every soak and stayed there.
+	machineSpeed()
 	s.wg.Go(func() {
 		select {
 		case <-time.After(time.Until(start)):
