@@ -198,27 +198,19 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 	// with a warm-up of an interval and a half or more the reads are
 	// already running when the window opens, and load every interval
 	// alike, the process's memory included. (Read from an interval and a
-	// half before the window only, they began as it opened, and the Go
-	// runtime's memory rose through its first interval: RSS 1.11-1.22 x
-	// from minute 1 to minute 2 of a soak, flat after.)
+	// half before the window only, they began as it opened, and were part
+	// of a step in the Go runtime's memory from the first interval to the
+	// second; the larger part was the reference work's buffer, made in
+	// startSoakSampler now.)
 	next := floorTo(-s.warmup, step)
-	t := time.NewTicker(step)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.done:
-			return
-		case <-ctx.Done():
-			return
-		}
+	s.ticks(ctx, step, func() {
 		upto := floorTo(time.Since(s.start)-age, step)
 		if upto <= next {
-			continue
+			return
 		}
 		began := time.Now()
 		if err := s.readSlice(ctx, pool, next, upto); err != nil {
-			continue
+			return
 		}
 		took := time.Since(began)
 		if at := began.Sub(s.start); at >= 0 { // the warm-up's are not reported
@@ -229,7 +221,34 @@ func (s *soakSampler) readBehind(ctx context.Context, pool *pgxpool.Pool) {
 			s.mu.Unlock()
 		}
 		next = upto
+	})
+}
+
+// ticks calls f every d until the sampler stops or ctx ends.
+func (s *soakSampler) ticks(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			f()
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// observeIn counts d into the histogram of interval k in m, made on its
+// first count. The caller holds s.mu.
+func observeIn(m map[int]*latency.Histogram, k int, d time.Duration) {
+	h := m[k]
+	if h == nil {
+		h = &latency.Histogram{}
+		m[k] = h
+	}
+	h.Observe(d, true)
 }
 
 // probeEvery is how often probeCommits commits: 1,200 round trips a
@@ -246,46 +265,29 @@ const probeEvery = 50 * time.Millisecond
 // deliveries' p99 rises from one interval to the next and the probe's
 // rises with it, the interval was slower for any work on this machine;
 // when the probe's stays level, the rise is hookline's own. A probe that
-// fails is not counted; a broken connection ends the probe.
+// fails is not counted; after its connection breaks it counts nothing.
 func (s *soakSampler) probeCommits(ctx context.Context, pool *pgxpool.Pool) {
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.done:
-			return
-		case <-ctx.Done():
+	s.ticks(ctx, probeEvery, func() {
+		if conn.IsClosed() {
 			return
 		}
 		began := time.Now()
 		var xid int64
 		if err := conn.QueryRow(ctx, "SELECT txid_current()").Scan(&xid); err != nil {
-			if conn.IsClosed() {
-				return
-			}
-			continue
+			return
 		}
 		took := time.Since(began)
-		at := began.Sub(s.start)
-		if at < 0 {
-			continue
+		if at := began.Sub(s.start); at >= 0 {
+			s.mu.Lock()
+			observeIn(s.commits, int(at/s.every), took)
+			s.mu.Unlock()
 		}
-		k := int(at / s.every)
-		s.mu.Lock()
-		h := s.commits[k]
-		if h == nil {
-			h = &latency.Histogram{}
-			s.commits[k] = h
-		}
-		h.Observe(took, true)
-		s.mu.Unlock()
-	}
+	})
 }
 
 // floorTo rounds d down to a multiple of step (Truncate rounds toward
@@ -351,12 +353,7 @@ func (s *soakSampler) readSlice(ctx context.Context, pool *pgxpool.Pool, from, t
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range got {
-		h := s.behind[l.k]
-		if h == nil {
-			h = &latency.Histogram{}
-			s.behind[l.k] = h
-		}
-		h.Observe(msDuration(l.ms), true)
+		observeIn(s.behind, l.k, msDuration(l.ms))
 	}
 	return nil
 }
