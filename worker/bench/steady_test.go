@@ -209,12 +209,27 @@ func TestSoakSmall(t *testing.T) {
 	if h == nil {
 		t.Fatalf("nothing read during the run; at the end: %+v", want)
 	}
-	near := func(got, want time.Duration) bool {
+	// The histogram ranks as percentile_cont does (latency.Histogram.
+	// Quantile) and the read at the end as percentile_disc: in a sparse
+	// tail the two differ by a share of the gap between neighbouring
+	// samples (a clean clone's CI: 320 deliveries, a slow first second,
+	// p99 263.4 against 274.8 ms). Its percentiles are compared with
+	// percentile_cont over the same first attempts.
+	var cont50, cont99 float64
+	if err := pool.QueryRow(context.Background(), `
+		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)
+		FROM (SELECT extract(epoch FROM a.started_at - d.created_at)::float8 * 1000 AS ms
+		      FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt_no = 1) x`).Scan(&cont50, &cont99); err != nil {
+		t.Fatal(err)
+	}
+	near := func(got time.Duration, wantMS float64) bool {
+		want := msDuration(wantMS)
 		return math.Abs(float64(got-want)) <= 0.03*float64(want)+float64(time.Millisecond)
 	}
 	if int(h.Count()) != want.Count || want.Count < r.Deliveries ||
-		!near(h.Quantile(0.5), want.P50) || !near(h.Quantile(0.99), want.P99) {
-		t.Fatalf("read during the run: %d deliveries, p50 %v, p99 %v; at the end: %+v", h.Count(), h.Quantile(0.5), h.Quantile(0.99), want)
+		!near(h.Quantile(0.5), cont50) || !near(h.Quantile(0.99), cont99) {
+		t.Fatalf("read during the run: %d deliveries, p50 %v, p99 %v; at the end: %+v, percentile_cont p50 %.1f ms, p99 %.1f ms",
+			h.Count(), h.Quantile(0.5), h.Quantile(0.99), want, cont50, cont99)
 	}
 }
 
