@@ -138,7 +138,8 @@ func (m machineSample) busySince(before machineSample) float64 {
 // refWork is the buffer machineSpeed hashes: larger than the caches'
 // share a core has, so that the work goes slower both when the core does
 // and when the memory behind it is contended. Made on first use, not in
-// every command of the binary.
+// every command of the binary; a soak uses it first before its window
+// opens (startSoakSampler), so that every interval's RSS holds it.
 var refWork = sync.OnceValue(func() []byte { return make([]byte, 4<<20) })
 
 // machineSpeed is the CPU time this thread takes for refWork, the best of
