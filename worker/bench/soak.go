@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -84,6 +85,10 @@ type SoakInterval struct {
 	// interval (probeCommits): the reference for the deliveries' p99,
 	// measured beside them.
 	CommitP99 time.Duration
+	// FixedWork is the mean wall time of fixedWork on a real-time thread
+	// in the interval (probeMachine): it rises when the machine beneath
+	// this one runs the same work slower.
+	FixedWork time.Duration
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -106,13 +111,18 @@ type soakSampler struct {
 	readMax  time.Duration
 	// commits holds, by interval, the commit probe's round trips.
 	commits map[int]*latency.Histogram
-	done    chan struct{}
-	wg      sync.WaitGroup
+	// work holds, by interval, probeMachine's wall times; realtime says
+	// whether its thread had real-time priority.
+	work     map[int]*latency.Histogram
+	realtime bool
+	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, every time.Duration, start time.Time, warmup time.Duration, sent func() int64, early bool) *soakSampler {
-	s := &soakSampler{every: every, start: start, warmup: warmup, behind: map[int]*latency.Histogram{}, readTime: map[int]time.Duration{}, commits: map[int]*latency.Histogram{}, done: make(chan struct{})}
+	s := &soakSampler{every: every, start: start, warmup: warmup, behind: map[int]*latency.Histogram{}, readTime: map[int]time.Duration{}, commits: map[int]*latency.Histogram{}, work: map[int]*latency.Histogram{}, done: make(chan struct{})}
 	s.wg.Go(func() { s.probeCommits(ctx, pool) })
+	s.wg.Go(func() { s.probeMachine(ctx) })
 	// The reference work's buffer (4 MiB, refWork) is made and hashed now,
 	// before the window. Made at the first interval's end, after its RSS
 	// was read, it stayed live from then on, and the heap the garbage
@@ -290,6 +300,41 @@ func (s *soakSampler) probeCommits(ctx context.Context, pool *pgxpool.Pool) {
 	})
 }
 
+// probeMachine times fixedWork every probeEvery from the warm-up on, on a
+// thread of its own at real-time priority (realtime), which nothing else
+// in this machine's kernel can take the core from while it works. Its
+// wall time rises only when the machine beneath runs it slower: the
+// hypervisor giving the virtual core to another guest, or another
+// guest's work on the same physical core. This machine's kernel does not
+// see either (/proc/stat's steal time stays 0), and counts the time lost
+// as CPU time of whatever thread was running: hookline's CPU per request
+// and PostgreSQL's rise with it, for the same work. Without the
+// privilege the thread runs at normal priority, and its wall time
+// includes its wait for a core too; the report says which.
+//
+// The thread stays locked to the goroutine, which ends with the soak:
+// the runtime then ends the thread, and its priority goes with it.
+func (s *soakSampler) probeMachine(ctx context.Context) {
+	runtime.LockOSThread()
+	rt := realtime() == nil
+	s.mu.Lock()
+	s.realtime = rt
+	s.mu.Unlock()
+	buf := make([]byte, 32<<10)
+	var keep byte
+	s.ticks(ctx, probeEvery, func() {
+		began := time.Now()
+		keep ^= fixedWork(buf)
+		took := time.Since(began)
+		if at := began.Sub(s.start); at >= 0 {
+			s.mu.Lock()
+			observeIn(s.work, int(at/s.every), took)
+			s.mu.Unlock()
+		}
+	})
+	buf[0] = keep
+}
+
 // floorTo rounds d down to a multiple of step (Truncate rounds toward
 // zero).
 func floorTo(d, step time.Duration) time.Duration {
@@ -431,6 +476,13 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if h := s.commits[i]; h != nil {
 			got[i].CommitP99 = h.Quantile(0.99)
 		}
+		if h := s.work[i]; h != nil {
+			got[i].FixedWork = h.Mean()
+		}
+	}
+	rtNote := ""
+	if !s.realtime {
+		rtNote = " (this run's thread had normal priority, without the privilege for real-time: its figure includes its waits for a core)"
 	}
 	s.mu.Unlock()
 	byK, err := soakLatencies(ctx, pool, s.start, s.every)
@@ -462,7 +514,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99")
+	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -473,9 +525,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
 			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99))
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork))
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush)\n")
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s\n", rtNote)
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
@@ -483,10 +535,11 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	fmt.Fprintf(out, " MiB\n")
 	if len(got) >= 2 {
 		first, last := got[0], got[len(got)-1]
-		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s; the reference's commit p99 %s\n",
+		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s; the reference's commit p99 %s, rt work %s\n",
 			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)),
 			ratio(float64(last.SecondP99), float64(first.SecondP99)), ratio(float64(last.ReceivedP99), float64(first.ReceivedP99)),
-			ratio(float64(last.RSS), float64(first.RSS)), ratio(float64(last.CommitP99), float64(first.CommitP99)))
+			ratio(float64(last.RSS), float64(first.RSS)), ratio(float64(last.CommitP99), float64(first.CommitP99)),
+			ratio(float64(last.FixedWork), float64(first.FixedWork)))
 	}
 	if reads > 0 {
 		var all time.Duration
