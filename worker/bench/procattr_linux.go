@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,4 +19,13 @@ func childAttr() *syscall.SysProcAttr {
 // until it blocks. It fails without the privilege (CAP_SYS_NICE).
 func realtime() error {
 	return unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+}
+
+// walDevice is the "major:minor" of the device holding path, or "".
+func walDevice(path string) string {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return ""
+	}
+	return strconv.FormatUint(uint64(unix.Major(st.Dev)), 10) + ":" + strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
 }

@@ -15,3 +15,6 @@ func childAttr() *syscall.SysProcAttr {
 
 // realtime is Linux's only (procattr_linux.go).
 func realtime() error { return errors.ErrUnsupported }
+
+// walDevice is Linux's only (procattr_linux.go): /proc/diskstats is.
+func walDevice(string) string { return "" }

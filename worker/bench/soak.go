@@ -89,6 +89,11 @@ type SoakInterval struct {
 	// in the interval (probeMachine): it rises when the machine beneath
 	// this one runs the same work slower.
 	FixedWork time.Duration
+	// DiskWrite and DiskFlush are the mean time of a write and of a
+	// cache flush on the device holding the cluster's WAL, over the
+	// interval (diskSample; 0 for a database elsewhere): a commit waits
+	// for the WAL's write and flush.
+	DiskWrite, DiskFlush time.Duration
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -136,9 +141,10 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 		case <-s.done:
 			return
 		}
-		prev, prevCPU, prevMachine, prevSched := sent(), sampleCPU(postmaster), sampleMachine(), schedLatencies()
+		wal := walDisk(postmaster)
+		prev, prevCPU, prevMachine, prevSched, prevDisk := sent(), sampleCPU(postmaster), sampleMachine(), schedLatencies(), sampleDisk(wal)
 		sample := func(k int) {
-			n, cpu, machine := sent(), sampleCPU(postmaster), sampleMachine()
+			n, cpu, machine, disk := sent(), sampleCPU(postmaster), sampleMachine(), sampleDisk(wal)
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
 			iv.GoHeap, iv.GoHeld = goMemory()
 			iv.CPUSelf = perItem(prevCPU.self, cpu.self, iv.Sent)
@@ -146,10 +152,11 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 				iv.CPUDB = perItem(prevCPU.db, cpu.db, iv.Sent)
 			}
 			iv.Busy = machine.busySince(prevMachine)
+			iv.DiskWrite, iv.DiskFlush = disk.since(prevDisk)
 			iv.RefWork = machineSpeed()
 			sched := schedLatencies()
 			iv.SchedP99 = sched.p99Since(prevSched)
-			prev, prevCPU, prevMachine, prevSched = n, cpu, machine, sched
+			prev, prevCPU, prevMachine, prevSched, prevDisk = n, cpu, machine, sched, disk
 			for _, table := range soakTables {
 				var b int64
 				if err := pool.QueryRow(ctx, sizeOfTable, table).Scan(&b); err == nil {
@@ -514,7 +521,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work")
+	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s %17s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work", "disk write/flush")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -525,9 +532,13 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.CPUDB == 0 { // a database elsewhere: its CPU is not seen
 			cpu = fmt.Sprintf("%.0f + ?", us(iv.CPUSelf))
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork))
+		disk := "?"
+		if iv.DiskWrite > 0 || iv.DiskFlush > 0 {
+			disk = fmt.Sprintf("%.2f / %.2f ms", us(iv.DiskWrite)/1000, us(iv.DiskFlush)/1000)
+		}
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs %17s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork), disk)
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s\n", rtNote)
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere)\n", rtNote)
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
@@ -535,11 +546,11 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	fmt.Fprintf(out, " MiB\n")
 	if len(got) >= 2 {
 		first, last := got[0], got[len(got)-1]
-		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s; the reference's commit p99 %s, rt work %s\n",
+		fmt.Fprintf(out, "  last ÷ first interval: sent %s, p99 %s, p99/s %s, rcv p99 %s, RSS %s; the reference's commit p99 %s, rt work %s, disk flush %s\n",
 			ratio(float64(last.Sent), float64(first.Sent)), ratio(float64(last.Enqueue.P99), float64(first.Enqueue.P99)),
 			ratio(float64(last.SecondP99), float64(first.SecondP99)), ratio(float64(last.ReceivedP99), float64(first.ReceivedP99)),
 			ratio(float64(last.RSS), float64(first.RSS)), ratio(float64(last.CommitP99), float64(first.CommitP99)),
-			ratio(float64(last.FixedWork), float64(first.FixedWork)))
+			ratio(float64(last.FixedWork), float64(first.FixedWork)), ratio(float64(last.DiskFlush), float64(first.DiskFlush)))
 	}
 	if reads > 0 {
 		var all time.Duration
