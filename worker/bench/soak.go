@@ -94,6 +94,22 @@ type SoakInterval struct {
 	// interval (diskSample; 0 for a database elsewhere): a commit waits
 	// for the WAL's write and flush.
 	DiskWrite, DiskFlush time.Duration
+	// WALBytes and WALPages are the WAL the cluster wrote in the interval
+	// per request sent, in all and in full-page images (pg_stat_wal): a
+	// page's first change after a checkpoint writes the whole page.
+	WALBytes, WALPages float64
+}
+
+// walSample is pg_stat_wal's totals: bytes written and full-page images.
+type walSample struct {
+	bytes, pages int64
+	ok           bool
+}
+
+func sampleWAL(ctx context.Context, pool *pgxpool.Pool) walSample {
+	var w walSample
+	w.ok = pool.QueryRow(ctx, "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal").Scan(&w.bytes, &w.pages) == nil
+	return w
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
@@ -141,10 +157,10 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 		case <-s.done:
 			return
 		}
-		wal := walDisk(postmaster)
-		prev, prevCPU, prevMachine, prevSched, prevDisk := sent(), sampleCPU(postmaster), sampleMachine(), schedLatencies(), sampleDisk(wal)
+		dev := walDisk(postmaster)
+		prev, prevCPU, prevMachine, prevSched, prevDisk, prevWAL := sent(), sampleCPU(postmaster), sampleMachine(), schedLatencies(), sampleDisk(dev), sampleWAL(ctx, pool)
 		sample := func(k int) {
-			n, cpu, machine, disk := sent(), sampleCPU(postmaster), sampleMachine(), sampleDisk(wal)
+			n, cpu, machine, disk, wal := sent(), sampleCPU(postmaster), sampleMachine(), sampleDisk(dev), sampleWAL(ctx, pool)
 			iv := SoakInterval{Offset: time.Duration(k) * every, Sent: int(n - prev), TableBytes: map[string]int64{}, RSS: rss()}
 			iv.GoHeap, iv.GoHeld = goMemory()
 			iv.CPUSelf = perItem(prevCPU.self, cpu.self, iv.Sent)
@@ -153,10 +169,14 @@ func startSoakSampler(ctx context.Context, pool *pgxpool.Pool, postmaster int, e
 			}
 			iv.Busy = machine.busySince(prevMachine)
 			iv.DiskWrite, iv.DiskFlush = disk.since(prevDisk)
+			if wal.ok && prevWAL.ok && iv.Sent > 0 {
+				iv.WALBytes = float64(wal.bytes-prevWAL.bytes) / float64(iv.Sent)
+				iv.WALPages = float64(wal.pages-prevWAL.pages) / float64(iv.Sent)
+			}
 			iv.RefWork = machineSpeed()
 			sched := schedLatencies()
 			iv.SchedP99 = sched.p99Since(prevSched)
-			prev, prevCPU, prevMachine, prevSched, prevDisk = n, cpu, machine, sched, disk
+			prev, prevCPU, prevMachine, prevSched, prevDisk, prevWAL = n, cpu, machine, sched, disk, wal
 			for _, table := range soakTables {
 				var b int64
 				if err := pool.QueryRow(ctx, sizeOfTable, table).Scan(&b); err == nil {
@@ -521,7 +541,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 	for _, t := range soakTables {
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
-	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s %17s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work", "disk write/flush")
+	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s %17s %16s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work", "disk write/flush", "WAL/request")
 	for _, iv := range got {
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
 			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
@@ -536,9 +556,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		if iv.DiskWrite > 0 || iv.DiskFlush > 0 {
 			disk = fmt.Sprintf("%.2f / %.2f ms", us(iv.DiskWrite)/1000, us(iv.DiskFlush)/1000)
 		}
-		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs %17s\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork), disk)
+		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs %17s %7.0f B %4.2f p\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork), disk, iv.WALBytes, iv.WALPages)
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere)\n", rtNote)
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere); WAL/request: the WAL the cluster wrote per request sent, in bytes (B) and in full-page images (p), which a page's first change after a checkpoint writes\n", rtNote)
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))

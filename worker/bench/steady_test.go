@@ -153,7 +153,7 @@ func TestSoakSmall(t *testing.T) {
 	for i, iv := range r.Intervals {
 		if iv.Sent < 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
 			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 || iv.GoHeap <= 0 || iv.GoHeld < iv.GoHeap ||
-			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 || iv.SchedP99 <= 0 || iv.CommitP99 <= 0 || iv.FixedWork <= 0 {
+			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0 || iv.WALBytes <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 || iv.SchedP99 <= 0 || iv.CommitP99 <= 0 || iv.FixedWork <= 0 {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
 	}
