@@ -97,6 +97,9 @@ type SoakInterval struct {
 	// WALBytes and WALPages are the WAL the cluster wrote in the interval
 	// per request sent, in all and in full-page images (pg_stat_wal): a
 	// page's first change after a checkpoint writes the whole page.
+	// Backends report their WAL to pg_stat_wal a second or more after
+	// writing it, so an interval of a minute is off by about that much;
+	// one of a second may read next to none of its own.
 	WALBytes, WALPages float64
 }
 

@@ -153,9 +153,21 @@ func TestSoakSmall(t *testing.T) {
 	for i, iv := range r.Intervals {
 		if iv.Sent < 0 || iv.Deliveries <= 0 || iv.Enqueue.P50 <= 0 || iv.Enqueue.P99 < iv.Enqueue.P50 ||
 			iv.TableBytes["deliveries"] <= 0 || iv.TableBytes["delivery_attempts"] <= 0 || iv.RSS <= 0 || iv.GoHeap <= 0 || iv.GoHeld < iv.GoHeap ||
-			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0 || iv.WALBytes <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 || iv.SchedP99 <= 0 || iv.CommitP99 <= 0 || iv.FixedWork <= 0 {
+			(iv.Sent > 0 && (iv.CPUSelf <= 0 || iv.SecondP99 <= 0 || iv.ReceivedP99 <= 0)) || iv.Busy <= 0 || iv.Busy > 1 || iv.RefWork <= 0 || iv.SchedP99 <= 0 || iv.CommitP99 <= 0 || iv.FixedWork <= 0 {
 			t.Fatalf("interval %d: %+v", i, iv)
 		}
+	}
+	// The WAL per request: PostgreSQL's backends report their WAL to
+	// pg_stat_wal up to a second or more after writing it, so a
+	// one-second interval may read none of its own (the first read 12
+	// bytes a request where the others read 1,000-4,500); the run's
+	// intervals together must read some.
+	var wal float64
+	for _, iv := range r.Intervals {
+		wal += iv.WALBytes
+	}
+	if wal <= 0 {
+		t.Fatalf("no WAL per request in any interval: %+v", r.Intervals)
 	}
 	// Every delivery of the window is counted, in its interval: the
 	// latency reads' bounds on ids and times leave none out. Intervals
