@@ -15,8 +15,10 @@ func childAttr() *syscall.SysProcAttr {
 }
 
 // realtime gives the calling thread real-time priority (SCHED_FIFO, the
-// lowest level): no other thread of the machine's kernel runs on its core
-// until it blocks. It fails without the privilege (CAP_SYS_NICE).
+// lowest level): no thread of normal priority (all of hookline's and
+// PostgreSQL's) runs on its core until it blocks; interrupts and the
+// kernel's own real-time threads still can. It fails without the
+// privilege (CAP_SYS_NICE).
 func realtime() error {
 	return unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
 }

@@ -109,6 +109,7 @@ type walSample struct {
 	ok           bool
 }
 
+// sampleWAL reads pg_stat_wal (PostgreSQL 14 and later; not ok before).
 func sampleWAL(ctx context.Context, pool *pgxpool.Pool) walSample {
 	var w walSample
 	w.ok = pool.QueryRow(ctx, "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal").Scan(&w.bytes, &w.pages) == nil
@@ -331,9 +332,10 @@ func (s *soakSampler) probeCommits(ctx context.Context, pool *pgxpool.Pool) {
 }
 
 // probeMachine times fixedWork every probeEvery from the warm-up on, on a
-// thread of its own at real-time priority (realtime), which nothing else
-// in this machine's kernel can take the core from while it works. Its
-// wall time rises only when the machine beneath runs it slower: the
+// thread of its own at real-time priority (realtime), which no thread of
+// normal priority can take the core from while it works. Its wall time
+// rises only when the machine beneath runs it slower (or interrupts
+// take more of its core): the
 // hypervisor giving the virtual core to another guest, or another
 // guest's work on the same physical core. This machine's kernel does not
 // see either (/proc/stat's steal time stays 0), and counts the time lost
@@ -561,7 +563,7 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		}
 		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs %17s %7.0f B %4.2f p\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork), disk, iv.WALBytes, iv.WALPages)
 	}
-	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which nothing on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere); WAL/request: the WAL the cluster wrote per request sent, in bytes (B) and in full-page images (p), which a page's first change after a checkpoint writes\n", rtNote)
+	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which no ordinary thread on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere); WAL/request: the WAL the cluster wrote per request sent, in bytes (B) and in full-page images (p), which a page's first change after a checkpoint writes\n", rtNote)
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))
