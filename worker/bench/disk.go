@@ -18,9 +18,9 @@ type diskSample struct {
 }
 
 // walDisk is the "major:minor" of the device holding the WAL of the
-// cluster whose postmaster is pid (its working directory is its data
-// directory), or "" when that is not known: a database elsewhere, or not
-// Linux (walDevice).
+// cluster whose postmaster has the pid postmaster (its working directory
+// is its data directory), or "" when that is not known: a database
+// elsewhere, or not Linux (walDevice).
 func walDisk(postmaster int) string {
 	if postmaster <= 0 {
 		return ""
