@@ -173,10 +173,11 @@ func machineSpeed() time.Duration {
 var refSink byte
 
 // fixedWork is the work probeMachine times: SHA-256 of a 32 KiB buffer,
-// eight times over (about 0.17 ms on this project's machine). The buffer stays in the core's own
-// caches, so that what other cores do to the memory does not slow it:
-// only the core itself running slower, or less of the time, does. It
-// returns a byte of the hashes, for its caller to keep.
+// eight times over (about 0.17 ms on this project's machine). The buffer
+// stays in the core's own caches, so that what other cores do to the
+// memory does not slow it: only the core itself running slower, or less
+// of the time, does. It returns a byte of the hashes, for its caller to
+// keep.
 func fixedWork(buf []byte) byte {
 	var b byte
 	for range 8 {

@@ -294,7 +294,8 @@ func observeIn(m map[int]*latency.Histogram, k int, d time.Duration) {
 
 // probeEvery is how often probeCommits commits: 1,200 round trips a
 // minute, so a minute's p99 is its 12 slowest, at a cost of a few
-// thousandths of the soak's commits.
+// thousandths of the soak's commits. probeMachine runs its fixed work
+// as often: about 0.2 ms of a core at real-time priority every 50 ms.
 const probeEvery = 50 * time.Millisecond
 
 // probeCommits times, every probeEvery from the warm-up on, a transaction
@@ -334,13 +335,13 @@ func (s *soakSampler) probeCommits(ctx context.Context, pool *pgxpool.Pool) {
 // probeMachine times fixedWork every probeEvery from the warm-up on, on a
 // thread of its own at real-time priority (realtime), which no thread of
 // normal priority can take the core from while it works. Its wall time
-// rises only when the machine beneath runs it slower (or interrupts
-// take more of its core): the
-// hypervisor giving the virtual core to another guest, or another
-// guest's work on the same physical core. This machine's kernel does not
-// see either (/proc/stat's steal time stays 0), and counts the time lost
-// as CPU time of whatever thread was running: hookline's CPU per request
-// and PostgreSQL's rise with it, for the same work. Without the
+// rises only when the machine beneath runs it slower (or interrupts take
+// more of its core): the hypervisor giving the virtual core to another
+// guest, or another guest's work on the same physical core. This
+// machine's kernel does not see either (/proc/stat's steal time stays
+// 0), and counts the time lost as CPU time of whatever thread was
+// running: hookline's CPU per request and PostgreSQL's rise with it,
+// for the same work. Without the
 // privilege the thread runs at normal priority, and its wall time
 // includes its wait for a core too; the report says which.
 //
