@@ -644,16 +644,11 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 			}
 		}
 	}
-	poolCfg, err := pgxpool.ParseConfig(dsn)
+	poolCfg, err := poolConfig(dsn)
 	if err != nil {
 		stopCluster()
 		return nil, nil, nil, fmt.Errorf("database url: %w", err)
 	}
-	if !strings.Contains(dsn, "pool_max_conns") {
-		poolCfg.MaxConns = 24
-	}
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
-	db.ConfigurePool(poolCfg)
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stopCluster()
@@ -672,6 +667,29 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		return nil, nil, nil, err
 	}
 	return pool, box, func() { pool.Close(); stopCluster() }, nil
+}
+
+// defaultPoolConns is the most connections a process's pool opens when
+// DATABASE_URL does not set pool_max_conns. The web's handlers and the
+// worker's batches share it; a worker also opens two connections of its
+// own (its ownership session, which runs the claims, and its LISTEN).
+const defaultPoolConns = 24
+
+// poolConfig is the pool for dsn: at most defaultPoolConns connections
+// unless the URL sets pool_max_conns (pgx reads it, and its other pool_
+// settings, from the URL), hookline's session settings and its
+// application_name.
+func poolConfig(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = defaultPoolConns
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	db.ConfigurePool(cfg)
+	return cfg, nil
 }
 
 func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(context.Context, *pgxpool.Pool) error) error {

@@ -139,3 +139,33 @@ func fieldNames(n int) string {
 	}
 	return strings.Join(names, ",")
 }
+
+func TestPoolConfig(t *testing.T) {
+	cfg, err := poolConfig("postgres://u@db.invalid/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxConns != defaultPoolConns {
+		t.Errorf("max conns %d, want the default %d", cfg.MaxConns, defaultPoolConns)
+	}
+	if p := cfg.ConnConfig.RuntimeParams; p["application_name"] != "hookline" || p["jit"] != "off" {
+		t.Errorf("runtime params %v", p)
+	}
+
+	// The URL's own pool size and session settings win.
+	cfg, err = poolConfig("postgres://u@db.invalid/h?pool_max_conns=7&jit=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxConns != 7 || cfg.ConnConfig.RuntimeParams["jit"] != "on" {
+		t.Errorf("max conns %d, jit %q: want the URL's 7 and on", cfg.MaxConns, cfg.ConnConfig.RuntimeParams["jit"])
+	}
+	cfg, err = poolConfig("host=db.invalid user=u dbname=h pool_max_conns=3")
+	if err != nil || cfg.MaxConns != 3 {
+		t.Fatalf("keyword form: %v, %v", cfg, err)
+	}
+
+	if _, err := poolConfig("postgres://u@db.invalid/h?pool_max_conns=many"); err == nil {
+		t.Error("a pool_max_conns that is not a number was accepted")
+	}
+}
