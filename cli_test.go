@@ -148,6 +148,7 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 		{"bench --rate 100 --ingesters 0", nil, "bench: --ingesters 0: want at least 1", true},
 		{"bench --rate 100 --duration 10m --soak 1m --retain-delivered 2m", nil, "bench: --retain-delivered 2m0s: want --soak and at least three of its intervals", true},
 		{"bench --rate 100 --retain-delivered 1h", nil, "bench: --retain-delivered 1h0m0s: want --soak", true},
+		{"bench --rate 100 --duration 10m --soak 1m --live-reads=false", nil, "bench: --live-reads=false goes with --retain-delivered", true},
 		{"bench --timeline t.csv", nil, "bench: --timeline goes with --rate", true},
 		{"bench --warmup 10s", nil, "bench: --warmup goes with --rate", true},
 		{"bench --rate 100 --warmup -1s", nil, "bench: --warmup -1s: want a positive duration, or 0 for the default", true},

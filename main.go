@@ -1030,6 +1030,7 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
 	timelineFile := fs.String("timeline", "", "with -rate: write each second's latency (event created to the receiver, p50, p99, max) to this CSV file")
 	retain := fs.Duration("retain-delivered", 0, "with -soak: keep delivered deliveries and their events this long (at least three intervals) instead of 7 days, so retention deletes within the soak")
+	liveReads := fs.Bool("live-reads", true, "with -retain-delivered: read each second's enqueue → 1st attempt latencies during the run, before retention takes their rows; false reads them only at the end (the intervals retention took then report none) and spares PostgreSQL that work during the soak")
 	return func() (runFunc, error) {
 		if *sink != "" {
 			if err := bench.LoopbackAddr(*sink); err != nil {
@@ -1072,12 +1073,15 @@ func benchFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 			if *retain != 0 && (*soak == 0 || *retain < 3**soak) {
 				return nil, fmt.Errorf("--retain-delivered %s: want --soak and at least three of its intervals", *retain)
 			}
+			if !*liveReads && *retain == 0 {
+				return nil, errors.New("--live-reads=false goes with --retain-delivered")
+			}
 			if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
 				return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
 			}
 			return func(ctx context.Context, cfg config, log *slog.Logger) error {
 				so := bench.SteadyOptions{
-					Rate: *rate, Duration: *duration, Warmup: *warmup, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, Concurrency: o.Concurrency,
+					Rate: *rate, Duration: *duration, Warmup: *warmup, Batch: *batch, Ingesters: *ingesters, Endpoints: o.Endpoints, Spread: *spread, Soak: *soak, RetainDelivered: *retain, NoLiveReads: !*liveReads, Concurrency: o.Concurrency,
 					PayloadBytes: o.PayloadBytes, ReceiverDelay: o.ReceiverDelay, DatabaseURL: o.DatabaseURL, Logger: log,
 				}
 				if *timelineFile == "" {

@@ -548,9 +548,15 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		fmt.Fprintf(out, " %12s", shortTable(t))
 	}
 	fmt.Fprintf(out, " %9s %15s %6s %8s %9s %10s %8s %17s %16s\n", "RSS", "CPU µs/request", "busy", "ref work", "sched p99", "commit p99", "rt work", "disk write/flush", "WAL/request")
+	unread := 0
 	for _, iv := range got {
+		p50, p99, most := msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max)
+		if iv.Enqueue.Count == 0 {
+			p50, p99, most = "–", "–", "–"
+			unread++
+		}
 		fmt.Fprintf(out, "  %8s %9.0f %9s %9s %9s %9s %9s", iv.Offset, float64(iv.Sent)/s.every.Seconds(),
-			msText(iv.Enqueue.P50), msText(iv.Enqueue.P99), msText(iv.Enqueue.Max), msText(iv.SecondP99), msText(iv.ReceivedP99))
+			p50, p99, most, msText(iv.SecondP99), msText(iv.ReceivedP99))
 		for _, t := range soakTables {
 			fmt.Fprintf(out, " %12s", mib(iv.TableBytes[t]))
 		}
@@ -565,6 +571,9 @@ func (s *soakSampler) report(ctx context.Context, pool *pgxpool.Pool, tl *timeli
 		fmt.Fprintf(out, " %9s %15s %5.0f%% %8s %9s %10s %5.0f µs %17s %7.0f B %4.2f p\n", mib(iv.RSS), cpu, 100*iv.Busy, msText(iv.RefWork), msText(iv.SchedP99), msText(iv.CommitP99), us(iv.FixedWork), disk, iv.WALBytes, iv.WALPages)
 	}
 	fmt.Fprintf(out, "  p99/s: the median of each second's p99, event created → request received; rcv p99: the p99 of event created → request received over the interval's requests; CPU µs/request: this process (bench, worker, receiver) + PostgreSQL; busy: the machine's CPU time not idle; ref work: the CPU time of a fixed piece of work (SHA-256 of 4 MiB), which rises when the machine runs slower; sched p99: the p99 of this process's goroutines' wait, runnable, for a thread; commit p99: the p99 of a transaction that only commits, on a connection of its own, 20 a second (the reference: the same work every interval, with the deliveries' waits for a core and the WAL's flush); rt work: the mean wall time of another fixed piece of work (SHA-256 of 32 KiB, 8 times), 20 times a second on a real-time thread, which no ordinary thread on this machine can preempt: it rises when the machine beneath runs slower%s; disk write/flush: the mean time of a write and of a cache flush on the device holding the cluster's WAL (/proc/diskstats; ? for a database elsewhere); WAL/request: the WAL the cluster wrote per request sent, in bytes (B) and in full-page images (p), which a page's first change after a checkpoint writes\n", rtNote)
+	if unread > 0 {
+		fmt.Fprintf(out, "  –: no enqueue → 1st attempt latencies for %d intervals: retention had taken their deliveries before the read at the end, and no read during the run counted them\n", unread)
+	}
 	fmt.Fprintf(out, "  Go's heap objects / memory the Go runtime holds, at each interval's end:")
 	for _, iv := range got {
 		fmt.Fprintf(out, " %.1f/%.1f", float64(iv.GoHeap)/(1<<20), float64(iv.GoHeld)/(1<<20))

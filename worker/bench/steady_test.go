@@ -251,21 +251,7 @@ func TestSoakSmall(t *testing.T) {
 // took the rows.
 func TestSoakWithRetention(t *testing.T) {
 	url := dbtest.URL(t)
-	var out bytes.Buffer
-	r, err := Steady(context.Background(), SteadyOptions{
-		// 7 s, not 6: retention drops delivered rows by partition, spans of
-		// a whole second counted from the epoch, so the first interval's
-		// last events can share a span that ends up to a second after
-		// it, droppable only 5-6 s into the run; at 6 s a loaded machine
-		// left them (one CI run in three).
-		Rate: 100, Duration: 7 * time.Second, Warmup: 200 * time.Millisecond, Soak: time.Second,
-		RetainDelivered: 4 * time.Second, retentionEvery: 200 * time.Millisecond,
-		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: url,
-	}, &out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	t.Log("\n" + out.String())
+	r, _ := soakWithRetention(t, url, false)
 	if len(r.Intervals) != 7 {
 		t.Fatalf("%d intervals in a 7 s soak reported every second", len(r.Intervals))
 	}
@@ -288,6 +274,53 @@ func TestSoakWithRetention(t *testing.T) {
 	if queued := r.WarmupEvents + r.Events; events > queued-r.WarmupEvents-r.Intervals[0].Deliveries || deliveries != events {
 		t.Fatalf("%d events and %d deliveries left of %d queued (%d in the warm-up, %d in the first interval)",
 			events, deliveries, queued, r.WarmupEvents, r.Intervals[0].Deliveries)
+	}
+}
+
+// soakWithRetention runs a 7-s soak reported every second, with retention
+// of 4 s inside it.
+func soakWithRetention(t *testing.T, url string, noLiveReads bool) (SteadyReport, string) {
+	t.Helper()
+	var out bytes.Buffer
+	r, err := Steady(context.Background(), SteadyOptions{
+		// 7 s, not 6: retention drops delivered rows by partition, spans of
+		// a whole second counted from the epoch, so the first interval's
+		// last events can share a span that ends up to a second after
+		// it, droppable only 5-6 s into the run; at 6 s a loaded machine
+		// left them (one CI run in three).
+		Rate: 100, Duration: 7 * time.Second, Warmup: 200 * time.Millisecond, Soak: time.Second,
+		RetainDelivered: 4 * time.Second, retentionEvery: 200 * time.Millisecond, NoLiveReads: noLiveReads,
+		Endpoints: 4, Spread: true, Batch: 10, Concurrency: 16, DatabaseURL: url,
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	return r, out.String()
+}
+
+// TestSoakWithoutLiveReads: with NoLiveReads nothing is read during the
+// run, so the intervals retention took before the read at the end report
+// no enqueue latencies, and say so; the last ones, and the receiver's
+// figures of every interval, are there.
+func TestSoakWithoutLiveReads(t *testing.T) {
+	r, out := soakWithRetention(t, dbtest.URL(t), true)
+	if len(r.Intervals) != 7 {
+		t.Fatalf("%d intervals in a 7 s soak reported every second", len(r.Intervals))
+	}
+	if first := r.Intervals[0]; first.Enqueue.Count != 0 {
+		t.Fatalf("the first interval's latencies were read after retention took its rows: %+v", first)
+	}
+	if last := r.Intervals[len(r.Intervals)-1]; last.Enqueue.Count == 0 || last.Enqueue.P50 <= 0 {
+		t.Fatalf("the last interval has no latencies: %+v", last)
+	}
+	for i, iv := range r.Intervals[1:] {
+		if iv.Sent > 0 && iv.ReceivedP99 <= 0 {
+			t.Fatalf("interval %d: no receiver p99: %+v", i+1, iv)
+		}
+	}
+	if strings.Contains(out, "latencies read during the run") || !strings.Contains(out, "–: no enqueue → 1st attempt latencies") {
+		t.Fatalf("the report does not say which intervals were not read:\n%s", out)
 	}
 }
 
