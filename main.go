@@ -670,9 +670,10 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 }
 
 // defaultPoolConns is the most connections a process's pool opens when
-// DATABASE_URL does not set pool_max_conns. The web's handlers and the
-// worker's batches share it; a worker also opens two connections of its
-// own (its ownership session, which runs the claims, and its LISTEN).
+// DATABASE_URL does not set pool_max_conns. Under serve the web's handlers
+// and the worker's batches share it; a worker also opens two connections
+// of its own (its ownership session, which runs the claims, and its
+// LISTEN).
 const defaultPoolConns = 24
 
 // poolConfig is the pool for dsn: at most defaultPoolConns connections

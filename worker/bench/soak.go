@@ -117,9 +117,10 @@ func sampleWAL(ctx context.Context, pool *pgxpool.Pool) walSample {
 }
 
 // soakSampler records table sizes, RSS and requests sent at every interval.
-// With early set (retention deletes within the soak) it also reads the
-// latencies of the soak's events during the run, while their rows are still
-// there (readBehind).
+// With early set (retention deletes within the soak, and the reads are not
+// left out: SteadyOptions.NoLiveReads) it also reads the latencies of the
+// soak's events during the run, while their rows are still there
+// (readBehind).
 type soakSampler struct {
 	every  time.Duration
 	start  time.Time

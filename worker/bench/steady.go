@@ -62,8 +62,9 @@ type SteadyOptions struct {
 	// events this long instead of seven days, so the worker's retention
 	// passes (paced as deployed) delete within the soak and its
 	// table sizes can level off. It must be at least three intervals:
-	// each interval's latencies are also read during the run, two
-	// intervals after it began, before retention can take its rows.
+	// each interval's latencies are also read during the run (unless
+	// NoLiveReads), two intervals after it began, before retention can
+	// take its rows.
 	RetainDelivered time.Duration
 	// NoLiveReads, in a soak with RetainDelivered, leaves out the reads of
 	// each second's enqueue-to-first-attempt latencies during the run
