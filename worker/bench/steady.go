@@ -70,9 +70,9 @@ type SteadyOptions struct {
 	// each second's enqueue-to-first-attempt latencies during the run
 	// (readBehind), whose cost to PostgreSQL grew through a soak (one read
 	// a second at 1,500 deliveries/s: 5.7-6.2 ms each through the first
-	// minute, 6.6-10.5 ms after). The intervals retention has taken by the run's end
-	// then report no enqueue-to-first-attempt latencies; the receiver's
-	// (event created to request received) need no read.
+	// minute, 6.6-10.5 ms after). The intervals retention has taken by the
+	// run's end then report no enqueue-to-first-attempt latencies; the
+	// receiver's (event created to request received) need no read.
 	NoLiveReads bool
 	// Timeline, when set, receives the run's latency second by second as
 	// CSV, measured at the receiver (see timeline.go), from the measured
@@ -501,20 +501,20 @@ func pace(ctx context.Context, pool *pgxpool.Pool, o SteadyOptions, payload []by
 				s.sends = append(s.sends, int(n-prev))
 				prev = n
 			}
-			// The posts tick at a fixed phase to this ticker, so the
-			// backlog is read at a random point between two of them:
-			// read on the tick it would always find the batch just
-			// posted not yet queued and the one before already sent.
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-time.After(time.Duration(mrand.Int64N(int64(min(interval, 500*time.Millisecond)) + 1))):
-			}
-			// Counted through the partial indexes that hold exactly these
-			// rows: one count over the statuses is a scan of the whole
-			// table, which in a soak reached 0.3–0.6 s of two cores'
-			// time every second and grew with the table.
 			if o.Soak == 0 {
+				// The posts tick at a fixed phase to this ticker, so the
+				// backlog is read at a random point between two of them:
+				// read on the tick it would always find the batch just
+				// posted not yet queued and the one before already sent.
+				select {
+				case <-sampleCtx.Done():
+					return
+				case <-time.After(time.Duration(mrand.Int64N(int64(min(interval, 500*time.Millisecond)) + 1))):
+				}
+				// Counted through the partial indexes that hold exactly
+				// these rows: one count over the statuses is a scan of the
+				// whole table, which in a soak reached 0.3–0.6 s of two
+				// cores' time every second and grew with the table.
 				var n int
 				if err := pool.QueryRow(sampleCtx, `SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed'))
 					+ (SELECT count(*) FROM deliveries WHERE status = 'in_flight')`).Scan(&n); err == nil {
