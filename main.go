@@ -46,6 +46,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -685,7 +686,14 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(dsn, "pool_max_conns") {
+	// pgxpool takes pool_max_conns out of the parsed settings, so whether
+	// the URL set it is read from pgconn's parse of the same string (a
+	// password or host that merely contains the name does not count).
+	conn, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := conn.RuntimeParams["pool_max_conns"]; !set {
 		cfg.MaxConns = defaultPoolConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"

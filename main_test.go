@@ -165,6 +165,12 @@ func TestPoolConfig(t *testing.T) {
 		t.Fatalf("keyword form: %v, %v", cfg, err)
 	}
 
+	// Only the setting counts, not its name elsewhere in the URL.
+	cfg, err = poolConfig("postgres://u:pool_max_conns@db.invalid/pool_max_conns?application_name=pool_max_conns")
+	if err != nil || cfg.MaxConns != defaultPoolConns {
+		t.Fatalf("the name in a password and database: %v, %v", cfg, err)
+	}
+
 	if _, err := poolConfig("postgres://u@db.invalid/h?pool_max_conns=many"); err == nil {
 		t.Error("a pool_max_conns that is not a number was accepted")
 	}
