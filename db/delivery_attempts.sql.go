@@ -25,6 +25,59 @@ type AttemptInsertParams struct {
 	ResponseExcerpt *string
 }
 
+const attemptInsertRows = `-- name: AttemptInsertRows :exec
+INSERT INTO delivery_attempts (
+    delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
+    status_code, error_class, error, response_excerpt
+)
+SELECT a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome,
+       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, '')
+FROM (SELECT unnest($1::bigint[]) AS delivery_id,
+             unnest($2::bigint[]) AS endpoint_id,
+             unnest($3::int[]) AS attempt_no,
+             unnest($4::timestamptz[]) AS started_at,
+             unnest($5::float8[]) AS duration_ms,
+             unnest($6::text[]) AS outcome,
+             unnest($7::int[]) AS status_code,
+             unnest($8::text[]) AS error_class,
+             unnest($9::text[]) AS error,
+             unnest($10::text[]) AS response_excerpt) a
+`
+
+type AttemptInsertRowsParams struct {
+	DeliveryIds      []int64
+	EndpointIds      []int64
+	AttemptNos       []int32
+	StartedAts       []time.Time
+	DurationsMs      []float64
+	Outcomes         []string
+	StatusCodes      []int32
+	ErrorClasses     []string
+	Errors           []string
+	ResponseExcerpts []string
+}
+
+// AttemptInsert's rows as parallel arrays in one INSERT, so that a
+// completion flush can send them in the batch that carries its COMMIT
+// (a COPY is a round trip of its own and cannot join a batch). A status
+// code of 0 and an empty error class, error or excerpt are stored as NULL,
+// as AttemptInsert's nil.
+func (q *Queries) AttemptInsertRows(ctx context.Context, arg AttemptInsertRowsParams) error {
+	_, err := q.db.Exec(ctx, attemptInsertRows,
+		arg.DeliveryIds,
+		arg.EndpointIds,
+		arg.AttemptNos,
+		arg.StartedAts,
+		arg.DurationsMs,
+		arg.Outcomes,
+		arg.StatusCodes,
+		arg.ErrorClasses,
+		arg.Errors,
+		arg.ResponseExcerpts,
+	)
+	return err
+}
+
 const attemptListByEvent = `-- name: AttemptListByEvent :many
 SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt
 FROM delivery_attempts a

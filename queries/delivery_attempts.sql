@@ -9,6 +9,29 @@ INSERT INTO delivery_attempts (
     @status_code, @error_class, @error, @response_excerpt
 );
 
+-- name: AttemptInsertRows :exec
+-- AttemptInsert's rows as parallel arrays in one INSERT, so that a
+-- completion flush can send them in the batch that carries its COMMIT
+-- (a COPY is a round trip of its own and cannot join a batch). A status
+-- code of 0 and an empty error class, error or excerpt are stored as NULL,
+-- as AttemptInsert's nil.
+INSERT INTO delivery_attempts (
+    delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
+    status_code, error_class, error, response_excerpt
+)
+SELECT a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome,
+       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, '')
+FROM (SELECT unnest(@delivery_ids::bigint[]) AS delivery_id,
+             unnest(@endpoint_ids::bigint[]) AS endpoint_id,
+             unnest(@attempt_nos::int[]) AS attempt_no,
+             unnest(@started_ats::timestamptz[]) AS started_at,
+             unnest(@durations_ms::float8[]) AS duration_ms,
+             unnest(@outcomes::text[]) AS outcome,
+             unnest(@status_codes::int[]) AS status_code,
+             unnest(@error_classes::text[]) AS error_class,
+             unnest(@errors::text[]) AS error,
+             unnest(@response_excerpts::text[]) AS response_excerpt) a;
+
 -- name: AttemptListByEvent :many
 -- Attempts of every delivery of one event, oldest first. not_before is
 -- the event's created_at less eventAttemptsSlack (web/events.go): no

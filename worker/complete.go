@@ -160,7 +160,7 @@ func retryable(err error) bool {
 			strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "40001", pgErr.Code == "40P01":
 			return true
 		case db.RoutedToDefault(err):
-			// The COPY routed an attempt to the default partition, then
+			// The attempts' insert routed one to the default partition, then
 			// waited for it while the attempt's day got its own partition
 			// (worker/partitions.go); PostgreSQL refuses the row for the
 			// default's new bounds. Sent again, it goes to the new one.
@@ -175,16 +175,26 @@ func retryable(err error) bool {
 	return true // connection errors, timeouts: no server verdict
 }
 
-// flush records one batch in one transaction: attempts (COPY), delivery
-// state (one UPDATE over arrays), breaker transitions and Retry-After
-// pauses, and endpoints disabled by 410 Gone.
+// flush records one batch in one transaction: delivery state (one UPDATE
+// over arrays), attempts, latency samples, breaker transitions and
+// Retry-After pauses, and endpoints disabled by 410 Gone.
+//
+// It costs two round trips when no breaker, budget or endpoint changes
+// (nearly every batch): BEGIN, the health rows' read and the deliveries'
+// update in one (db.Statements through db.TxPipeline), the attempts, the
+// latency samples and COMMIT in the other. A batch that changes health
+// rows locks and writes them in round trips of its own before COMMIT. At
+// a steady rate a batch closes every few milliseconds with a handful of
+// results, and each round trip is a wake-up of PostgreSQL's backend and of
+// this process: recorded one statement at a time (BEGIN, update, COPY of
+// the attempts in two, latency, health read, COMMIT) a batch took seven
+// (worker/bench/performance.md, "The completion in two round trips").
 func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 	now := w.now()
 	var (
-		attempts []db.AttemptInsertParams
-		done     db.DeliveryCompleteParams
-		release  db.DeliveryReleaseParams
-		gone     = map[int64]string{}
+		done    db.DeliveryCompleteParams
+		release db.DeliveryReleaseParams
+		gone    = map[int64]string{}
 	)
 	release.WorkerID, release.Now = w.id, w.dbNow()
 	for i := range batch {
@@ -200,20 +210,7 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 			}
 			continue
 		}
-		attemptNo := d.AttemptCount + 1
-		attempts = append(attempts, db.AttemptInsertParams{
-			DeliveryID:      d.ID,
-			EndpointID:      d.EndpointID,
-			AttemptNo:       attemptNo,
-			StartedAt:       r.Started,
-			DurationMs:      float64(r.Duration) / float64(time.Millisecond),
-			Outcome:         string(r.Outcome),
-			StatusCode:      nonZero(int32(r.StatusCode)),
-			ErrorClass:      nonEmpty(r.ErrorClass),
-			Error:           nonEmpty(r.Error),
-			ResponseExcerpt: nonEmpty(r.Excerpt),
-		})
-		status, next := w.nextState(o, attemptNo, now)
+		status, next := w.nextState(o, d.AttemptCount+1, now)
 		o.dead = status == "dead"
 		done.Ids = append(done.Ids, d.ID)
 		done.AttemptCounts = append(done.AttemptCounts, d.AttemptCount)
@@ -234,49 +231,86 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 		}
 	}
 
-	var applied map[int64]bool
-	var notes notices
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		notes = notices{}
-		q := w.q.WithTx(tx)
-		if len(done.Ids) > 0 {
-			ids, err := q.DeliveryComplete(ctx, done)
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx := db.NewTxPipeline(conn)
+	defer tx.Rollback(ctx)
+
+	// First round trip: the health rows of every endpoint the batch may
+	// change (read without locks, see applyBreaker), then the update.
+	var (
+		s       db.Statements
+		health  []db.EndpointHealthReadRow
+		applied = map[int64]bool{}
+	)
+	if ids := breakerCandidates(batch); len(ids) > 0 {
+		s.Query(func(q *db.Queries) { _, _ = q.EndpointHealthRead(ctx, ids) }, func(r pgx.Rows) (err error) {
+			if health, err = pgx.CollectRows(r, pgx.RowToStructByPos[db.EndpointHealthReadRow]); err != nil {
+				return fmt.Errorf("read endpoint health: %w", err)
+			}
+			return nil
+		})
+	}
+	if len(done.Ids) > 0 {
+		s.Query(func(q *db.Queries) { _, _ = q.DeliveryComplete(ctx, done) }, func(r pgx.Rows) error {
+			ids, err := pgx.CollectRows(r, pgx.RowTo[int64])
 			if err != nil {
 				return fmt.Errorf("complete deliveries: %w", err)
 			}
-			applied = make(map[int64]bool, len(ids))
 			for _, id := range ids {
 				applied[id] = true
 			}
-		}
-		// Attempts only of the deliveries just updated. A stale result
-		// (another worker took the delivery over and recorded an attempt,
-		// or rescue recorded a lost probe as lease_expired) adds nothing,
-		// and a batch retried after a commit whose answer was lost (the
-		// first try did commit) writes no second copy: the fence matches no
-		// row the second time.
-		kept := attempts[:0]
-		for _, a := range attempts {
-			if applied[a.DeliveryID] {
-				kept = append(kept, a)
+			return nil
+		})
+	}
+	if err := s.Send(ctx, tx); err != nil {
+		return err
+	}
+
+	// Second: attempts only of the deliveries just updated. A stale result
+	// (another worker took the delivery over and recorded an attempt, or
+	// rescue recorded a lost probe as lease_expired) adds nothing, and a
+	// batch retried after a commit whose answer was lost (the first try did
+	// commit) writes no second copy: the fence matches no row the second
+	// time. Latency samples commit with their attempts, so a crash before
+	// the next histogram flush loses none of them.
+	if rows := attemptRows(batch, applied); len(rows.DeliveryIds) > 0 {
+		s.Exec(func(q *db.Queries) { _ = q.AttemptInsertRows(ctx, rows) })
+	}
+	lat, err := batchLatency(batch, applied)
+	if err != nil {
+		return err
+	}
+	if lat != nil {
+		s.Exec(func(q *db.Queries) { _ = q.LatencyPendingInsert(ctx, *lat) })
+	}
+	changed := w.healthChanges(health, batch, applied)
+	notes := notices{}
+	if len(changed) == 0 && len(release.Ids) == 0 && len(gone) == 0 {
+		if s.Len() == 0 { // every result stale: nothing to write
+			if err := tx.Commit(ctx); err != nil {
+				return err
+			}
+		} else {
+			tx.CommitWithNextBatch()
+			if err := s.Send(ctx, tx); err != nil {
+				return fmt.Errorf("record attempts: %w", err)
 			}
 		}
-		if len(kept) > 0 {
-			if _, err := q.AttemptInsert(ctx, kept); err != nil {
-				return fmt.Errorf("insert attempts: %w", err)
-			}
+	} else {
+		if err := s.Send(ctx, tx); err != nil {
+			return fmt.Errorf("record attempts: %w", err)
 		}
-		// Latency samples commit with their attempts, so a crash before
-		// the next histogram flush loses none of them.
-		if err := storeLatency(ctx, q, batch, applied); err != nil {
-			return err
-		}
+		q := db.New(tx)
 		if len(release.Ids) > 0 {
 			if err := q.DeliveryRelease(ctx, release); err != nil {
 				return fmt.Errorf("release deliveries: %w", err)
 			}
 		}
-		if err := w.applyBreaker(ctx, q, batch, applied, &notes); err != nil {
+		if err := w.applyBreaker(ctx, q, changed, batch, applied, &notes); err != nil {
 			return err
 		}
 		for id, reason := range gone {
@@ -288,10 +322,12 @@ func (w *Worker) flush(ctx context.Context, batch []outcome) error {
 				notes.add(notify.EndpointDisabled, id, "gone", map[string]any{"reason": reason})
 			}
 		}
-		return notes.insert(ctx, q, w.dbNow())
-	})
-	if err != nil {
-		return err
+		if err := notes.insert(ctx, q, w.dbNow()); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
 	}
 	if len(notes.kinds) > 0 {
 		signal(w.outbox)
@@ -343,50 +379,84 @@ func countsForBreaker(o *outcome) bool {
 	return o.res.Outcome != sender.Gone
 }
 
-// applyBreaker folds a batch's outcomes into each endpoint's breaker. It
-// reads the health rows first without locks and locks (in endpoint order)
-// only the endpoints whose row the batch changes, then folds the outcomes
-// again into the locked rows and writes those. Most batches change nothing:
-// successes at a healthy endpoint move only last_success_at, which is
-// written at most once per successResolution. Without this every batch
-// locked every endpoint it touched, a row lock (a heap write) per endpoint
-// per batch, and concurrent flushers queued behind each other's commits on
-// those locks. A batch that changes nothing in the state it read is
-// ordered before any concurrent writer of the same rows, so skipping the
-// lock loses nothing. Results whose delivery update was fenced off
-// (stale) do not count.
-func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool, notes *notices) error {
+// attemptRows are the attempts of a batch's applied results, as the
+// parallel arrays AttemptInsertRows takes.
+func attemptRows(batch []outcome, applied map[int64]bool) db.AttemptInsertRowsParams {
+	var a db.AttemptInsertRowsParams
+	for i := range batch {
+		o := &batch[i]
+		d, r := &o.d, &o.res
+		if !applied[d.ID] || r.ErrorClass == sender.ClassCanceled {
+			continue
+		}
+		a.DeliveryIds = append(a.DeliveryIds, d.ID)
+		a.EndpointIds = append(a.EndpointIds, d.EndpointID)
+		a.AttemptNos = append(a.AttemptNos, d.AttemptCount+1)
+		a.StartedAts = append(a.StartedAts, r.Started)
+		a.DurationsMs = append(a.DurationsMs, float64(r.Duration)/float64(time.Millisecond))
+		a.Outcomes = append(a.Outcomes, string(r.Outcome))
+		a.StatusCodes = append(a.StatusCodes, int32(r.StatusCode))
+		a.ErrorClasses = append(a.ErrorClasses, r.ErrorClass)
+		a.Errors = append(a.Errors, r.Error)
+		a.ResponseExcerpts = append(a.ResponseExcerpts, r.Excerpt)
+	}
+	return a
+}
+
+// breakerCandidates are the endpoints (sorted, each once) whose health
+// rows a batch's outcomes may change: every outcome that counts for the
+// breaker or asks for a pause (Retry-After). Their rows are read, without
+// locks, with the batch's update; whether each result was applied is known
+// only after it, so this is a superset.
+func breakerCandidates(batch []outcome) []int64 {
 	var ids []int64
 	for i := range batch {
 		o := &batch[i]
-		if applied[o.d.ID] && (countsForBreaker(o) || o.res.RetryAfter > 0) {
+		if o.res.ErrorClass != sender.ClassCanceled && (countsForBreaker(o) || o.res.RetryAfter > 0) {
 			ids = append(ids, o.d.EndpointID)
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	read, err := q.EndpointHealthRead(ctx, ids)
-	if err != nil {
-		return fmt.Errorf("read endpoint health: %w", err)
+	return slices.Compact(ids)
+}
+
+// healthChanges folds a batch's applied outcomes into the health rows read
+// without locks and returns the endpoints (sorted) whose row that changes.
+// Most batches change nothing: successes at a healthy endpoint move only
+// last_success_at, which is written at most once per successResolution.
+// Without this every batch locked every endpoint it touched, a row lock
+// (a heap write) per endpoint per batch, and concurrent flushers queued
+// behind each other's commits on those locks. A batch that changes nothing
+// in the state it read is ordered before any concurrent writer of the same
+// rows, so skipping the lock loses nothing. Results whose delivery update
+// was fenced off (stale) do not count.
+func (w *Worker) healthChanges(read []db.EndpointHealthReadRow, batch []outcome, applied map[int64]bool) []int64 {
+	if len(read) == 0 {
+		return nil
 	}
 	rows := make([]db.EndpointHealthLockRow, len(read))
 	for i, r := range read {
 		rows[i] = db.EndpointHealthLockRow(r)
 	}
-	ids = ids[:0]
+	var ids []int64
 	for id, s := range w.foldBreaker(rows, batch, applied) {
 		if s.changed() {
 			ids = append(ids, id)
 		}
 	}
+	slices.Sort(ids)
+	return ids
+}
+
+// applyBreaker locks (in endpoint order) the health rows of ids, the
+// endpoints healthChanges found changing, folds the batch's outcomes again
+// into the locked rows (another flush may have changed them since the
+// read) and writes them, with their budgets.
+func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, ids []int64, batch []outcome, applied map[int64]bool, notes *notices) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	slices.Sort(ids)
-	rows, err = q.EndpointHealthLock(ctx, ids)
+	rows, err := q.EndpointHealthLock(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("lock endpoint health: %w", err)
 	}
@@ -438,18 +508,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func nonZero(v int32) *int32 {
-	if v == 0 {
-		return nil
-	}
-	return &v
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

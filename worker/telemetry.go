@@ -33,10 +33,10 @@ type slotKey struct {
 	start      time.Time
 }
 
-// storeLatency writes the latency samples of a completion batch's recorded
+// batchLatency is the latency_pending row of a completion batch's recorded
 // attempts (those the fence let through, and only attempts that reached the
-// network) as one latency_pending row, in the batch's transaction.
-func storeLatency(ctx context.Context, q *db.Queries, batch []outcome, applied map[int64]bool) error {
+// network), written in the batch's transaction; nil when there are none.
+func batchLatency(batch []outcome, applied map[int64]bool) (*db.LatencyPendingInsertParams, error) {
 	rec := latency.NewRecorder()
 	for i := range batch {
 		o := &batch[i]
@@ -44,14 +44,15 @@ func storeLatency(ctx context.Context, q *db.Queries, batch []outcome, applied m
 			rec.Observe(o.d.EndpointID, o.res.Started, o.res.Duration, o.res.Outcome == sender.OK)
 		}
 	}
-	return storeSamples(ctx, q, rec)
+	return pendingRow(rec)
 }
 
-// storeSamples writes what rec holds as one latency_pending row.
-func storeSamples(ctx context.Context, q *db.Queries, rec *latency.Recorder) error {
+// pendingRow is what rec holds as one latency_pending row, nil when it
+// holds nothing.
+func pendingRow(rec *latency.Recorder) (*db.LatencyPendingInsertParams, error) {
 	drained := rec.Drain()
 	if len(drained) == 0 {
-		return nil
+		return nil, nil
 	}
 	p := db.LatencyPendingInsertParams{
 		EndpointIds: make([]int64, 0, len(drained)),
@@ -61,13 +62,22 @@ func storeSamples(ctx context.Context, q *db.Queries, rec *latency.Recorder) err
 	for k, h := range drained {
 		enc, err := h.MarshalBinary()
 		if err != nil {
-			return fmt.Errorf("encode latency samples: %w", err)
+			return nil, fmt.Errorf("encode latency samples: %w", err)
 		}
 		p.EndpointIds = append(p.EndpointIds, k.EndpointID)
 		p.Minutes = append(p.Minutes, k.Minute)
 		p.Histograms = append(p.Histograms, enc)
 	}
-	if err := q.LatencyPendingInsert(ctx, p); err != nil {
+	return &p, nil
+}
+
+// storeSamples writes what rec holds as one latency_pending row.
+func storeSamples(ctx context.Context, q *db.Queries, rec *latency.Recorder) error {
+	p, err := pendingRow(rec)
+	if err != nil || p == nil {
+		return err
+	}
+	if err := q.LatencyPendingInsert(ctx, *p); err != nil {
 		return fmt.Errorf("store latency samples: %w", err)
 	}
 	return nil
