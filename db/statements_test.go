@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,39 +14,13 @@ import (
 	"github.com/hookline/hookline/db/dbtest"
 )
 
-// batchCount counts the batches a pool's connections send (each one round
-// trip) and the statements sent on their own.
-type batchCount struct{ statements, batches atomic.Int64 }
-
-func (c *batchCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.statements.Add(1)
-	return ctx
-}
-func (c *batchCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *batchCount) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	return ctx
-}
-func (c *batchCount) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *batchCount) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 // TestStatements: sqlc's statements queued with db.Statements travel in
 // one round trip, with BEGIN and COMMIT through a TxPipeline; each one's
 // rows reach its function in order, and a failing statement stops the
 // batch, commits nothing and is the error Send returns.
 func TestStatements(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := &batchCount{}
-	cfg.ConnConfig.Tracer = count
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := dbtest.CountedPool(t, dbtest.URL(t))
 	q := db.New(pool)
 
 	// A connection still held when a check fails would keep pool.Close
@@ -80,12 +53,13 @@ func TestStatements(t *testing.T) {
 	if s.Len() != 3 {
 		t.Fatalf("%d statements queued, want 3", s.Len())
 	}
-	statements, batches := count.statements.Load(), count.batches.Load()
+	statements, batches := count.Counts()
 	tx.CommitWithNextBatch()
 	if err := s.Send(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	if st, b := count.statements.Load()-statements, count.batches.Load()-batches; st != 0 || b != 1 {
+	st, b := count.Counts()
+	if st, b := st-statements, b-batches; st != 0 || b != 1 {
 		t.Fatalf("sent as %d statements and %d batches, want 0 and 1", st, b)
 	}
 	if !tx.Committed() || s.Len() != 0 {
@@ -108,7 +82,7 @@ func TestStatements(t *testing.T) {
 	s.Exec(func(q *db.Queries) { _, _ = q.PartnerCreate(ctx, db.PartnerCreateParams{Name: "acme"}) })
 	s.Query(func(q *db.Queries) { _, _ = q.PartnerList(ctx) }, func(pgx.Rows) error { ran = true; return nil })
 	tx.CommitWithNextBatch()
-	err = s.Send(ctx, tx)
+	err := s.Send(ctx, tx)
 	if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		t.Fatalf("send: %v, want the duplicate's 23505", err)
 	}

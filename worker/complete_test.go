@@ -5,32 +5,12 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/worker/sender"
 )
-
-// roundTrips counts what a pool's connections send: a statement sent on
-// its own and a batch (however many statements it carries) are a round
-// trip each.
-type roundTrips struct{ statements, batches atomic.Int64 }
-
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.statements.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.batches.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // TestFlushTwoRoundTrips: a batch of results that changes no endpoint's
 // health (successes after the first, whose last_success_at is written at
@@ -43,17 +23,7 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // round trips and records its attempts as well.
 func TestFlushTwoRoundTrips(t *testing.T) {
 	e := newEnv(t)
-	cfg, err := pgxpool.ParseConfig(e.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	trips := &roundTrips{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, trips := dbtest.CountedPool(t, e.pool.Config().ConnString())
 
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
@@ -79,11 +49,12 @@ func TestFlushTwoRoundTrips(t *testing.T) {
 	}
 	flush := func(batch []outcome) (statements, batches int64) {
 		t.Helper()
-		s, b := trips.statements.Load(), trips.batches.Load()
+		s, b := trips.Counts()
 		if err := w.flush(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-		return trips.statements.Load() - s, trips.batches.Load() - b
+		s2, b2 := trips.Counts()
+		return s2 - s, b2 - b
 	}
 	flush(ok[:1])
 	if s, b := flush(ok[1:]); s != 0 || b != 2 {
