@@ -76,9 +76,13 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 	ctx := context.Background()
 	start := clk.Now().Add(-time.Hour)
 	samples := latency.NewRecorder()
-	observed := func() {
+	observed := func() { // as a completion batch stores them
 		t.Helper()
-		if err := storeSamples(ctx, w.q, samples); err != nil {
+		p, err := pendingRow(samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.q.LatencyPendingInsert(ctx, *p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -71,18 +71,6 @@ func pendingRow(rec *latency.Recorder) (*db.LatencyPendingInsertParams, error) {
 	return &p, nil
 }
 
-// storeSamples writes what rec holds as one latency_pending row.
-func storeSamples(ctx context.Context, q *db.Queries, rec *latency.Recorder) error {
-	p, err := pendingRow(rec)
-	if err != nil || p == nil {
-		return err
-	}
-	if err := q.LatencyPendingInsert(ctx, *p); err != nil {
-		return fmt.Errorf("store latency samples: %w", err)
-	}
-	return nil
-}
-
 // pendingPerFlush bounds the latency_pending rows one flush merges; a
 // backlog (after a long outage) is merged over several transactions.
 const pendingPerFlush = 2000
