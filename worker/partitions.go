@@ -129,7 +129,7 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 // createAttemptPartition creates the partition of [from, to) (see
 // makePartition).
 func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time) error {
-	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+	if err := w.attachPartitions(ctx, attemptsPartitioned, func(tx pgx.Tx) error {
 		return makeAttemptPartition(ctx, tx, from, to)
 	}); err != nil {
 		return fmt.Errorf("create attempt partition %s: %w", partitionName(from), err)
@@ -203,6 +203,71 @@ func (w *Worker) dropPartitions(ctx context.Context, names ...string) error {
 		w.log.Info("retention dropped a partition", "table", n)
 	}
 	return nil
+}
+
+// attachPartitions runs attach, DDL that attaches partitions to p.table
+// (makePartition), under partitionDDL, and then makes every session plan
+// again the statements it keeps that read p.table (replan).
+//
+// A statement planned while the attach is under way, and kept with one
+// plan for every execution (one without parameters, or one PostgreSQL
+// has chosen a generic plan for), keeps a plan without the new partition,
+// and PostgreSQL (15.18 here) does not plan it again: the planner reads
+// the table's partitions, then waits for the default partition, which the
+// attach holds (ACCESS EXCLUSIVE), and takes the attach's invalidation
+// while it plans, before its plan is kept. Its session then reads nothing
+// of the rows that go to the new partition until the connection closes
+// (TestAttachPartitionsReplans). A replan that fails is logged and left
+// to the next retention pass: the partitions were made.
+func (w *Worker) attachPartitions(ctx context.Context, p partitioned, attach func(pgx.Tx) error) error {
+	if err := w.partitionDDL(ctx, attach); err != nil {
+		return err
+	}
+	if err := w.replan(ctx, p); err != nil && ctx.Err() == nil {
+		w.log.Warn("partitions", "err", err)
+	}
+	return nil
+}
+
+// replan changes p's default partition's catalog row once every statement
+// planned during an attach has been planned and kept, which makes every
+// session plan again the statements it keeps that read p.table: a plan
+// made during an attach still scans the default partition. It first
+// waits for the default partition's ACCESS EXCLUSIVE lock, as the attach
+// did: a statement planned during the attach holds the default partition
+// until it has run, and a change made while it is still planning would be
+// taken in that planning and lost too. The change is resetting
+// parallel_workers, which hookline never sets. When it cannot have the
+// lock, the next retention pass tries again (replanDue).
+func (w *Worker) replan(ctx context.Context, p partitioned) error {
+	def := pgx.Identifier{p.defaultPartition}.Sanitize()
+	err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+		for _, sql := range []string{
+			"LOCK TABLE " + def + " IN ACCESS EXCLUSIVE MODE",
+			"ALTER TABLE " + def + " RESET (parallel_workers)",
+		} {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		w.replanLater.Store(p.table, p)
+		return fmt.Errorf("plan again the statements that read %s: %w", p.table, err)
+	}
+	w.replanLater.Delete(p.table)
+	return nil
+}
+
+// replanDue retries the replans that could not have their lock.
+func (w *Worker) replanDue(ctx context.Context) {
+	w.replanLater.Range(func(_, v any) bool {
+		if err := w.replan(ctx, v.(partitioned)); err != nil && ctx.Err() == nil {
+			w.log.Warn("partitions", "err", err)
+		}
+		return ctx.Err() == nil
+	})
 }
 
 // partitionDDL runs fn in a transaction that holds the partition lock and

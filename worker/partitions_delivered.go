@@ -126,7 +126,7 @@ func (w *Worker) makeSpans(ctx context.Context, p partitioned, name func(time.Ti
 	if len(missing) == 0 {
 		return have, nil, nil
 	}
-	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+	if err := w.attachPartitions(ctx, p, func(tx pgx.Tx) error {
 		for _, m := range missing {
 			if err := makePartition(ctx, tx, p, name(m[0]), UUIDAt(m[0]).String(), UUIDAt(m[1]).String()); err != nil {
 				return err

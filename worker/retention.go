@@ -104,6 +104,7 @@ func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err e
 func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, err error) {
 	now := w.now()
 	r := w.cfg.Retention
+	w.replanDue(ctx)
 	if err := w.keepAttemptPartitions(ctx, now); err != nil {
 		if ctx.Err() != nil {
 			return false, err

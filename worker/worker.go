@@ -141,6 +141,10 @@ type Worker struct {
 	id       string
 	metrics  *Metrics
 
+	// replanLater holds the partitioned tables (name → partitioned)
+	// whose replan after an attach could not have its lock.
+	replanLater sync.Map
+
 	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
 	// held are the deliveries claimed whose results are not yet recorded,
 	// and own the shards this worker owns and the session it claims on
