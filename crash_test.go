@@ -536,6 +536,54 @@ func (e *rowErrors) summary() {
 	}
 }
 
+// TestServeRestartsWithSteadySysmon checks that "hookline serve" runs with
+// steadySysmon in its GODEBUG, in the process it was started as (the same
+// pid, ready and delivering), and that an operator's GODEBUG=schedtrace=0
+// keeps the Go runtime's default.
+func TestServeRestartsWithSteadySysmon(t *testing.T) {
+	rcv := newCrashReceiver(t, 0, 0)
+	rcv.open()
+	rig := newCrashRig(t, rcv, "5s", 10000)
+	environ := func(p *hooklineProc) []string {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	godebug := func(env []string) []string {
+		var v []string
+		for _, kv := range env {
+			if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				v = append(v, g)
+			}
+		}
+		return v
+	}
+
+	p := rig.start("default")
+	rig.createEndpoint()
+	rig.waitAllDelivered(len(rig.postEvents(20)), 30*time.Second, p)
+	if got := godebug(environ(p)); !slices.Equal(got, []string{steadySysmon}) {
+		t.Errorf("GODEBUG %q, want only %q", got, steadySysmon)
+	}
+	if got, want := len(environ(p)), len(rig.env)+1; got != want {
+		t.Errorf("%d environment variables, want the %d given and GODEBUG", got, want)
+	}
+	if out := p.out.tail(64 << 10); strings.Contains(out, "could not restart") {
+		t.Errorf("hookline could not restart itself:\n%s", out)
+	}
+	p.terminate(t, 30*time.Second)
+
+	rig.env = append(rig.env, "GODEBUG=schedtrace=0")
+	q := rig.start("schedtrace=0")
+	if got := godebug(environ(q)); !slices.Equal(got, []string{"schedtrace=0"}) {
+		t.Errorf("GODEBUG %q with the operator's schedtrace=0, want it alone", got)
+	}
+	q.terminate(t, 30*time.Second)
+}
+
 // crashRig is one hookline installation under test: a fresh database, the
 // environment of its processes, an API key, and the receiver's endpoint.
 type crashRig struct {

@@ -69,12 +69,73 @@ import (
 const version = "0.1.0"
 
 func main() {
+	if env, ok := withSteadySysmon(os.Args[1:], os.Environ()); ok {
+		// Replaces this process with the same binary (the inode it was
+		// started from, even if a deploy has since replaced the file), its
+		// pid and arguments kept; it returns only on failure.
+		err := syscall.Exec("/proc/self/exe", os.Args, env)
+		fmt.Fprintf(os.Stderr, "hookline: running with the Go runtime's default monitor period: could not restart with GODEBUG=%s: %v\n", steadySysmon, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go stopOnSignal(sigs, cancel, os.Stderr)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
+}
+
+// steadySysmon is the GODEBUG setting hookline's long-running commands run
+// with, unless GODEBUG already sets schedtrace (GODEBUG=schedtrace=0 keeps
+// the runtime's default).
+//
+// Go's monitor thread (runtime.sysmon) sleeps 20 µs between its rounds and
+// lengthens the sleep only after 50 rounds in which it took no processor
+// back. When every processor is idle it sleeps until woken, and when a
+// goroutine's system call wakes it from that sleep it starts again at
+// 20 µs (runtime/proc.go: "it resets idle and delay as a bet"). A server
+// that takes requests in batches goes idle between them many times a
+// second: at 3,000 deliveries/s the monitor ran about 3,000 rounds a
+// second, each a wake-up of its thread, 2.3 context switches a request and
+// a tenth of the process's CPU (worker/bench/performance.md, "Go's monitor
+// thread at a steady rate"). With schedtrace set the monitor never sleeps
+// until woken, so nothing but a processor taken back shortens its sleep,
+// which settles at 10 ms. The setting's own effect is one line of the
+// scheduler's state on stderr every 2,147,483,647 ms (24.8 days; also at
+// start on a host up longer than that). Nothing else sets the monitor's
+// period (golang/go#18236).
+const steadySysmon = "schedtrace=2147483647"
+
+// withSteadySysmon returns the environment to restart hookline with, and
+// true, when args name a long-running command and env's GODEBUG does not
+// set schedtrace.
+func withSteadySysmon(args, env []string) ([]string, bool) {
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve", "web", "worker", "demo", "bench":
+		default:
+			return nil, false
+		}
+	}
+	out := make([]string, 0, len(env)+1)
+	godebug, seen := "", false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if !seen { // the runtime reads the first
+				godebug, seen = v, true
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, setting := range strings.Split(godebug, ",") {
+		if k, _, _ := strings.Cut(setting, "="); strings.TrimSpace(k) == "schedtrace" {
+			return nil, false
+		}
+	}
+	if godebug != "" {
+		godebug += ","
+	}
+	return append(out, "GODEBUG="+godebug+steadySysmon), true
 }
 
 // stopOnSignal cancels the program's context at the first SIGINT or SIGTERM
