@@ -304,6 +304,12 @@ func processEnv(dsn, addr, dir string, o Options, batch, payloadBytes int) ([]st
 	if need := batch*(payloadBytes+64) + 1024; need > defaultBodyLimit {
 		env = append(env, "HOOKLINE_MAX_BODY_BYTES="+strconv.Itoa(min(need, 64<<20)))
 	}
+	// The Go runtime's settings this process runs with (hookline's
+	// steady monitor period, or an operator's own), so that every part
+	// of the topology runs with the same.
+	if v, ok := os.LookupEnv("GODEBUG"); ok {
+		env = append(env, "GODEBUG="+v)
+	}
 	return env, nil
 }
 

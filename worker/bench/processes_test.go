@@ -145,3 +145,32 @@ func childPIDs(t *testing.T) []int {
 	}
 	return pids
 }
+
+// TestProcessEnvGODEBUG: the topology's processes run with the Go runtime
+// settings of the bench's own process, and with none it had none.
+func TestProcessEnvGODEBUG(t *testing.T) {
+	godebug := func(env []string) []string {
+		var v []string
+		for _, kv := range env {
+			if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				v = append(v, g)
+			}
+		}
+		return v
+	}
+	t.Setenv("GODEBUG", "schedtrace=0")
+	env, err := processEnv("postgres://u@db.invalid/h", "127.0.0.1:1", t.TempDir(), Options{Concurrency: 1}, 10, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := godebug(env); !slices.Equal(got, []string{"schedtrace=0"}) {
+		t.Errorf("GODEBUG %q, want the bench's schedtrace=0", got)
+	}
+	os.Unsetenv("GODEBUG")
+	if env, err = processEnv("postgres://u@db.invalid/h", "127.0.0.1:1", t.TempDir(), Options{Concurrency: 1}, 10, 512); err != nil {
+		t.Fatal(err)
+	}
+	if got := godebug(env); len(got) != 0 {
+		t.Errorf("GODEBUG %q without one in the bench's environment", got)
+	}
+}
