@@ -552,20 +552,11 @@ func TestServeRestartsWithSteadySysmon(t *testing.T) {
 		}
 		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	}
-	godebug := func(env []string) []string {
-		var v []string
-		for _, kv := range env {
-			if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-				v = append(v, g)
-			}
-		}
-		return v
-	}
 
 	p := rig.start("default")
 	rig.createEndpoint()
 	rig.waitAllDelivered(len(rig.postEvents(20)), 30*time.Second, p)
-	if got := godebug(environ(p)); !slices.Equal(got, []string{steadySysmon}) {
+	if got := godebugValues(environ(p)); !slices.Equal(got, []string{steadySysmon}) {
 		t.Errorf("GODEBUG %q, want only %q", got, steadySysmon)
 	}
 	if got, want := len(environ(p)), len(rig.env)+1; got != want {
@@ -578,7 +569,7 @@ func TestServeRestartsWithSteadySysmon(t *testing.T) {
 
 	rig.env = append(rig.env, "GODEBUG=schedtrace=0")
 	q := rig.start("schedtrace=0")
-	if got := godebug(environ(q)); !slices.Equal(got, []string{"schedtrace=0"}) {
+	if got := godebugValues(environ(q)); !slices.Equal(got, []string{"schedtrace=0"}) {
 		t.Errorf("GODEBUG %q with the operator's schedtrace=0, want it alone", got)
 	}
 	q.terminate(t, 30*time.Second)

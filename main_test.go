@@ -209,13 +209,7 @@ func TestWithSteadySysmon(t *testing.T) {
 			if !restart {
 				return
 			}
-			var godebug []string
-			for _, kv := range env {
-				if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-					godebug = append(godebug, v)
-				}
-			}
-			if len(godebug) != 1 || godebug[0] != tc.godebug {
+			if godebug := godebugValues(env); len(godebug) != 1 || godebug[0] != tc.godebug {
 				t.Errorf("GODEBUG %q, want only %q", godebug, tc.godebug)
 			}
 			if got, want := len(env), len(base)+1; got != want {
@@ -228,4 +222,15 @@ func TestWithSteadySysmon(t *testing.T) {
 			}
 		})
 	}
+}
+
+// godebugValues is every GODEBUG setting in env, in order.
+func godebugValues(env []string) []string {
+	var v []string
+	for _, kv := range env {
+		if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			v = append(v, g)
+		}
+	}
+	return v
 }

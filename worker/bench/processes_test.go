@@ -150,20 +150,14 @@ func childPIDs(t *testing.T) []int {
 // settings of the bench's own process, and with none it had none.
 func TestProcessEnvGODEBUG(t *testing.T) {
 	godebug := func(env []string) []string {
-		var v []string
-		for _, kv := range env {
-			if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-				v = append(v, g)
-			}
-		}
-		return v
+		return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return !strings.HasPrefix(kv, "GODEBUG=") })
 	}
 	t.Setenv("GODEBUG", "schedtrace=0")
 	env, err := processEnv("postgres://u@db.invalid/h", "127.0.0.1:1", t.TempDir(), Options{Concurrency: 1}, 10, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := godebug(env); !slices.Equal(got, []string{"schedtrace=0"}) {
+	if got := godebug(env); !slices.Equal(got, []string{"GODEBUG=schedtrace=0"}) {
 		t.Errorf("GODEBUG %q, want the bench's schedtrace=0", got)
 	}
 	os.Unsetenv("GODEBUG")
