@@ -251,19 +251,15 @@ func TestAttachPartitionsReplans(t *testing.T) {
 					var n int
 					planned <- reader.QueryRow(ctx, count, ids).Scan(&n)
 				}()
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				e.waitFor("the reader to wait for the attach", func() bool {
 					var waiting bool
 					if err := e.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)`,
 						reader.PgConn().PID()).Scan(&waiting); err != nil {
-						return err
+						t.Fatal(err)
 					}
-					if waiting {
-						return nil
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("the reader did not wait for the attach")
-					}
-				}
+					return waiting
+				})
+				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
