@@ -279,6 +279,18 @@ ORDER BY c.relname;
 -- only it, and autovacuum never analyzes a partitioned table itself.
 ANALYZE deliveries_queue;
 
+-- name: AnalyzeSettings :exec
+-- A smaller sample for the worker's own analyses of young tables, for the
+-- transaction they run in: 3,000 rows instead of 30,000 (the target is 300
+-- rows per unit). They are there so that the first plans are not made for
+-- an empty table, and autovacuum's own ANALYZE, at the cluster's target,
+-- follows them. At the default target, ANALYZE of a 91,000-row partition
+-- of events took 164-297 ms of a core, unthrottled, and each one the worker
+-- ran at 5,000 events/s showed as a second or two of higher latency (p99
+-- 141 ms in the second it ran); at 10, 9-10 ms (worker/bench/performance.md,
+-- "The worker's own ANALYZE, with a smaller sample").
+SELECT set_config('default_statistics_target', '10', true);
+
 -- name: RetentionLockTry :one
 -- One retention pass at a time across replicas: a session lock, held by
 -- the connection that runs the pass and released when it ends (or when that

@@ -9,8 +9,8 @@ import (
 // and events once they hold youngTableRows rows on a database autovacuum
 // has not analyzed them in, and again each time they hold twice the rows
 // they had: as they double, and not as a queue that stays the same size
-// changes. (Autovacuum is off for them here, so only the worker analyzes
-// them, and it is never done.)
+// changes, and with a smaller sample than the cluster's. (Autovacuum is off
+// for them here, so only the worker analyzes them, and it is never done.)
 func TestAnalyzeYoungTables(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -60,6 +60,13 @@ func TestAnalyzeYoungTables(t *testing.T) {
 
 	e.events(youngTableRows, "order.created", `{}`)
 	e.waitFor("both tables analyzed", func() bool { step(); return analyses() == 2 })
+	// With AnalyzeSettings' smaller sample: a histogram of 11 bounds for
+	// the 1,010 distinct ids of each (the cluster's default target makes
+	// 101).
+	if n := e.count(`SELECT max(array_length(histogram_bounds::text::text[], 1))::int FROM pg_stats
+		WHERE tablename = ANY (` + tables + `) AND attname = 'id'`); n != 11 {
+		t.Fatalf("histogram of %d bounds for id, want 11 (the analyses' statistics target, 10)", n)
+	}
 
 	// 1,010 rows each when analyzed: 1,000 more (youngTableRows) are not
 	// enough...
