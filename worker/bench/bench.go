@@ -179,8 +179,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if r.Ingest, err = queue(ctx, pool, o, payload); err != nil {
 		return r, fmt.Errorf("queue: %w", err)
 	}
-	r.Worker, r.WorkerCPU, r.DatabaseCPU, err = measured(postmaster, func() (Phase, error) {
-		return runWorker(ctx, pool, key, guard, rcv, o)
+	r.Worker, r.WorkerCPU, r.DatabaseCPU, err = measured(postmaster, func(end func()) (Phase, error) {
+		return runWorker(ctx, pool, key, guard, rcv, o, end)
 	})
 	if err != nil {
 		return r, fmt.Errorf("worker: %w", err)
@@ -210,8 +210,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	r.Bare, r.BareCPU, r.BareDatabaseCPU, err = measured(postmaster, func() (Phase, error) {
-		return bare(ctx, pool, guard, rcv, o, urls)
+	r.Bare, r.BareCPU, r.BareDatabaseCPU, err = measured(postmaster, func(func()) (Phase, error) {
+		return bare(ctx, pool, guard, rcv, o, urls) // on the bench's pool, whose sessions stay
 	})
 	if err != nil {
 		return r, fmt.Errorf("bare: %w", err)
@@ -251,13 +251,25 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 
 // measured runs one worker phase and returns, with its result, the CPU
 // time per delivery of this process and of the private cluster (0 when the
-// cluster's processes are not known).
-func measured(postmaster int, run func() (Phase, error)) (p Phase, self, database time.Duration, err error) {
+// cluster's processes are not known). run calls end once its work is done
+// and before it stops anything: a PostgreSQL backend that exits takes its
+// CPU time with it, and hookline's worker closes its own sessions when it
+// stops, the one its claims run on among them (a sixth to a third of the
+// cluster's CPU in a drain; sampled after the stop, it was counted in some
+// runs and not in others). A run that never calls it ends when it returns.
+func measured(postmaster int, run func(end func()) (Phase, error)) (p Phase, self, database time.Duration, err error) {
 	c1 := sampleCPU(postmaster)
-	if p, err = run(); err != nil {
+	var c2 cpuSample
+	ended := false
+	end := func() {
+		if !ended {
+			c2, ended = sampleCPU(postmaster), true
+		}
+	}
+	if p, err = run(end); err != nil {
 		return p, 0, 0, err
 	}
-	c2 := sampleCPU(postmaster)
+	end()
 	self = perItem(c1.self, c2.self, p.Count)
 	if c1.dbOK && c2.dbOK {
 		database = perItem(c1.db, c2.db, p.Count)
@@ -530,7 +542,7 @@ func warmUp(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Gua
 	if _, err := queue(ctx, pool, w, payload); err != nil {
 		return err
 	}
-	if _, err := runWorker(ctx, pool, key, guard, rcv, w); err != nil {
+	if _, err := runWorker(ctx, pool, key, guard, rcv, w, func() {}); err != nil {
 		return err
 	}
 	return reset(ctx, pool)
@@ -552,7 +564,7 @@ func remaining(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 
 // runWorker drains the queue with the real worker and times it from start
 // until no undelivered row is left.
-func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Guard, rcv *receiver, o Options) (Phase, error) {
+func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Guard, rcv *receiver, o Options, end func()) (Phase, error) {
 	target := rcv.count.Load() + int64(o.Deliveries)
 	w, err := worker.New(worker.Config{
 		Pool: pool, SecretKey: key, Guard: guard, UserAgent: "hookline/bench",
@@ -584,7 +596,9 @@ func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.
 				return Phase{}, err
 			}
 			if n == 0 {
-				return Phase{Count: o.Deliveries, Duration: time.Since(start)}, nil
+				p := Phase{Count: o.Deliveries, Duration: time.Since(start)}
+				end() // before the deferred stop closes the worker's sessions
+				return p, nil
 			}
 		}
 		select {

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,4 +151,41 @@ func seededPool(tb testing.TB, o *Options) *pgxpool.Pool {
 		tb.Fatal(err)
 	}
 	return pool
+}
+
+// TestMeasuredCountsAnExitingProcess: measured reads the cluster's CPU when
+// the phase calls end, before the phase stops what it started. A process
+// that exits takes its CPU time with it (the worker's own PostgreSQL
+// sessions close when it stops); here a child of this process, standing in
+// as the postmaster, burns CPU, and exits after end.
+func TestMeasuredCountsAnExitingProcess(t *testing.T) {
+	_, _, database, err := measured(os.Getpid(), func(end func()) (Phase, error) {
+		child := exec.Command("sh", "-c", `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo burned; read x; exit 0`)
+		stdin, err := child.StdinPipe()
+		if err != nil {
+			return Phase{}, err
+		}
+		stdout, err := child.StdoutPipe()
+		if err != nil {
+			return Phase{}, err
+		}
+		if err := child.Start(); err != nil {
+			return Phase{}, err
+		}
+		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+			return Phase{}, err
+		}
+		// /proc's times tick 100 times a second: the child's show once it
+		// has been sampled at a tick.
+		time.Sleep(20 * time.Millisecond)
+		end()
+		stdin.Close()
+		return Phase{Count: 1}, child.Wait()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if database < 50*time.Millisecond {
+		t.Fatalf("database CPU %v: the exited child's time (a loop of 300,000 steps) was not counted", database)
+	}
 }
