@@ -254,9 +254,9 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // cluster's processes are not known). run calls end once its work is done
 // and before it stops anything: a PostgreSQL backend that exits takes its
 // CPU time with it, and hookline's worker closes its own sessions when it
-// stops, the one its claims run on among them (a sixth to a third of the
-// cluster's CPU in a drain; sampled after the stop, it was counted in some
-// runs and not in others). A run that never calls it ends when it returns.
+// stops, the one its claims run on among them (a third of the cluster's CPU
+// in a drain; sampled after the stop, it was counted in some runs and not
+// in others). A run that never calls it ends when it returns.
 func measured(postmaster int, run func(end func()) (Phase, error)) (p Phase, self, database time.Duration, err error) {
 	c1 := sampleCPU(postmaster)
 	var c2 cpuSample
@@ -563,7 +563,8 @@ func remaining(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 }
 
 // runWorker drains the queue with the real worker and times it from start
-// until no undelivered row is left.
+// until no undelivered row is left, and calls end then, before it stops
+// the worker.
 func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Guard, rcv *receiver, o Options, end func()) (Phase, error) {
 	target := rcv.count.Load() + int64(o.Deliveries)
 	w, err := worker.New(worker.Config{
