@@ -159,8 +159,9 @@ func seededPool(tb testing.TB, o *Options) *pgxpool.Pool {
 // sessions close when it stops); here a child of this process, standing in
 // as the postmaster, burns CPU, and exits after end.
 func TestMeasuredCountsAnExitingProcess(t *testing.T) {
+	var burned time.Duration
 	_, _, database, err := measured(os.Getpid(), func(end func()) (Phase, error) {
-		child := exec.Command("sh", "-c", `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo burned; read x; exit 0`)
+		child := exec.Command("sh", "-c", `i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done; echo burned; read x; exit 0`)
 		stdin, err := child.StdinPipe()
 		if err != nil {
 			return Phase{}, err
@@ -175,9 +176,12 @@ func TestMeasuredCountsAnExitingProcess(t *testing.T) {
 		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
 			return Phase{}, err
 		}
-		// /proc's times tick 100 times a second: the child's show once it
-		// has been sampled at a tick.
-		time.Sleep(20 * time.Millisecond)
+		// The child now waits on its input, its loop's time accounted.
+		stat := fmt.Sprintf("/proc/%d/stat", child.Process.Pid)
+		_, ticks, ok := procTimes(stat)
+		if burned = time.Duration(ticks) * time.Second / clockTicks; !ok || burned < 100*time.Millisecond {
+			return Phase{}, fmt.Errorf("the child burned %v (%v), want at least 100ms", burned, ok)
+		}
 		end()
 		stdin.Close()
 		return Phase{Count: 1}, child.Wait()
@@ -185,7 +189,7 @@ func TestMeasuredCountsAnExitingProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if database < 50*time.Millisecond {
-		t.Fatalf("database CPU %v: the exited child's time (a loop of 300,000 steps) was not counted", database)
+	if database < burned {
+		t.Fatalf("database CPU %v: the exited child's %v was not counted", database, burned)
 	}
 }
