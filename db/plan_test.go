@@ -170,6 +170,7 @@ func (n planNode) indexScans(index string) []string {
 type seed struct {
 	status                    string
 	pendingEvery, leasedEvery int
+	errorChunks               int // last_error of 32 × errorChunks bytes, to fill the table's pages
 }
 
 // seedDeliveries fills a fresh database with endpoints × events
@@ -183,13 +184,15 @@ func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, s s
 		INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints;
 		INSERT INTO events (id, type, payload)
 		SELECT gen_random_uuid(), 'plan.test', '{}' FROM generate_series(1, %d);
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, delivered_at)
-		SELECT ev.id, e.id, 5, '%s', CASE WHEN '%[3]s' = 'delivered' THEN now() END FROM events ev, endpoints e;
+		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, delivered_at, last_error)
+		SELECT ev.id, e.id, 5, '%s', CASE WHEN '%[3]s' = 'delivered' THEN now() END,
+		       CASE WHEN %[6]d > 0 THEN repeat(md5(ev.id::text), %[6]d) END
+		FROM events ev, endpoints e;
 		UPDATE deliveries SET status = 'pending', delivered_at = NULL
 		WHERE %[4]d > 0 AND id %% greatest(%[4]d, 1) = 1 %% greatest(%[4]d, 1);
 		UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
 		WHERE %[5]d > 0 AND id %% greatest(%[5]d, 1) = 0;
-		ANALYZE;`, endpoints, events, s.status, s.pendingEvery, s.leasedEvery)); err != nil {
+		ANALYZE;`, endpoints, events, s.status, s.pendingEvery, s.leasedEvery, s.errorChunks)); err != nil {
 		t.Fatal(err)
 	}
 }

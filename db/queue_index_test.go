@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/db/dbtest"
 )
@@ -23,16 +24,7 @@ func TestDueScanSkipsDeliveredRows(t *testing.T) {
 	// so a scan that reads delivered rows again reads many pages. Every
 	// 100th still waits; the others are delivered (they leave the queue's
 	// partition) in a transaction of their own.
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO partners (name) VALUES ('due');
-		INSERT INTO endpoints (partner_id, name, kind, url) SELECT id, 'e', 'webhook', 'http://127.0.0.1:1/' FROM partners;
-		INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints;
-		INSERT INTO events (id, type, payload) SELECT gen_random_uuid(), 'due.test', '{}' FROM generate_series(1, 2000);
-		INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, last_error)
-		SELECT ev.id, e.id, 5, 'pending', repeat(md5(ev.id::text), 40) FROM events ev, endpoints e;
-		ANALYZE`); err != nil {
-		t.Fatal(err)
-	}
+	seedDeliveries(t, pool, 1, 2000, seed{status: "pending", errorChunks: 40})
 	// A synchronous commit, as in production (the tests' clusters commit
 	// asynchronously): until its commit record is flushed, no scan may mark
 	// the delivered rows' versions dead.
@@ -81,7 +73,19 @@ func TestDueScanSkipsDeliveredRows(t *testing.T) {
 		return p.SharedHit
 	}
 	first := scan()
-	if second := scan(); second > 30 || first < 3*second {
-		t.Fatalf("the scan read %d buffers, then %d: want the delivered rows' entries skipped the second time (at most 30)", first, second)
+	if first < 90 {
+		t.Fatalf("the first scan read %d buffers: want the delivered rows read (about a hundred)", first)
+	}
+	// A scan marks an entry dead only once no transaction may still see
+	// the row's old version: one that is running (an autovacuum ANALYZE
+	// in this database, say) holds that back for its length.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n := scan()
+		if n <= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scan read %d buffers, then %d for 10 s: want the delivered rows' entries skipped (at most 30)", first, n)
+		}
 	}
 }
