@@ -148,11 +148,16 @@ func TestHealthyBatchesLockNoHealthRow(t *testing.T) {
 	// row. The worker's own maintenance may be updating the row's latency
 	// figures right now (refreshHealth): a transaction still in progress
 	// is waited for (its new version's xmax is 0), an aborted one left no
-	// mark.
+	// mark. "In progress" is judged by the statement's snapshot, not by
+	// pg_xact_status alone: an updater that commits between the snapshot
+	// and the status lookup leaves the old version visible with a
+	// committed xmax.
 	e.waitFor("the health row's last writer to finish", func() bool {
 		var x, status string
 		if err := e.pool.QueryRow(context.Background(), `SELECT xmax::text,
-			CASE WHEN xmax::text = '0' THEN 'none' ELSE coalesce(pg_xact_status(xmax::text::xid8), 'unknown') END
+			CASE WHEN xmax::text = '0' THEN 'none'
+			     WHEN NOT pg_visible_in_snapshot(xmax::text::xid8, pg_current_snapshot()) THEN 'in progress'
+			     ELSE coalesce(pg_xact_status(xmax::text::xid8), 'unknown') END
 			FROM endpoint_health WHERE endpoint_id = $1`, epID).Scan(&x, &status); err != nil {
 			t.Fatal(err)
 		}
