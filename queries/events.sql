@@ -183,8 +183,9 @@ LIMIT @row_limit::int;
 -- name: EventPageByStatus :many
 -- EventPageByDelivery for a status filter alone, for the statuses few
 -- deliveries are in (pending, failed, in_flight, dead): their deliveries
--- are walked newest first (deliveries_waiting_created for pending and
--- failed, deliveries_dead_log for dead, the in-flight set for in_flight)
+-- are walked newest first (deliveries_waiting_created for pending,
+-- deliveries_retry_log for failed, deliveries_dead_log for dead, the
+-- in-flight set for in_flight)
 -- rather than the whole log probed for them, which costs the whole log
 -- when the queue is empty. An event with two matching deliveries appears
 -- once. Reads only.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +367,52 @@ func TestMetricsParse(t *testing.T) {
 	if r := families["hookline_retention_oldest_delivered_seconds"]; r == nil || len(r.Metric) != 1 ||
 		r.Metric[0].Gauge.GetValue() < 3600 || r.Metric[0].Gauge.GetValue() > 3700 {
 		t.Fatalf("oldest delivered after an hour: %v", r)
+	}
+}
+
+// TestAPIStatsLargeBacklog: a status with more deliveries than
+// queueCountCap is counted to the cap and then read from the planner's
+// estimate, named in counts_estimated, shown with "≈" on the overview and
+// given to the metrics; the other counts stay exact.
+func TestAPIStatsLargeBacklog(t *testing.T) {
+	env := newEnv(t)
+	was := queueCountCap
+	queueCountCap = 10
+	t.Cleanup(func() { queueCountCap = was })
+	ep := env.createEndpoint(map[string]any{"partner_id": env.createPartner("Acme"), "name": "a", "kind": "webhook", "url": "https://hooks.acme.invalid/in"}).ID
+	env.exec(`INSERT INTO events (id, type, payload) SELECT gen_random_uuid(), 'a.b', '{}' FROM generate_series(1, 43)`)
+	env.exec(`INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT id, $1, 5 FROM events`, ep)
+	env.exec(`UPDATE deliveries SET status = 'failed', attempt_count = 1 WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT 3)`)
+
+	// Before the queue's first ANALYZE there is no estimate: the cap.
+	st := decodeBody[pipelineStats](t, env.do(http.MethodGet, "/api/v1/stats", nil))
+	if st.Pending != 10 || st.AwaitingRetry != 3 || !slices.Equal(st.CountsEstimated, []string{"pending"}) {
+		t.Fatalf("without statistics: pending %d, awaiting retry %d, estimated %v; want 10, 3, [pending]", st.Pending, st.AwaitingRetry, st.CountsEstimated)
+	}
+	env.exec("ANALYZE deliveries_queue")
+	st = decodeBody[pipelineStats](t, env.do(http.MethodGet, "/api/v1/stats", nil))
+	if st.Pending != 40 || st.AwaitingRetry != 3 || !slices.Equal(st.CountsEstimated, []string{"pending"}) {
+		t.Fatalf("analyzed: pending %d, awaiting retry %d, estimated %v; want 40, 3, [pending]", st.Pending, st.AwaitingRetry, st.CountsEstimated)
+	}
+
+	rec := env.do(http.MethodGet, "/metrics", nil, "Authorization", "")
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range families["hookline_queue_deliveries"].GetMetric() {
+		got[m.Label[0].GetValue()] = m.Gauge.GetValue()
+	}
+	if got["pending"] != 40 || got["failed"] != 3 {
+		t.Fatalf("queue gauge %v, want pending 40 and failed 3", got)
+	}
+
+	b := env.signIn(env.server(), "v@example.com", "viewer")
+	_, doc := b.get("/overview/live")
+	tile := doc.Find(`#tile-pending`)
+	if !strings.Contains(tile.Text(), "≈ 40") || strings.Contains(doc.Find(`#tile-retry`).Text(), "≈") {
+		t.Fatalf("overview tiles: pending %q, awaiting retry %q; want only the first estimated", tile.Text(), doc.Find(`#tile-retry`).Text())
 	}
 }

@@ -49,9 +49,9 @@ func (s *Server) overviewLive(ctx context.Context) (overview.Live, error) {
 	l := overview.Live{Now: now, Chart: chart}
 	oldest := time.Duration(st.OldestPendingSeconds * float64(time.Second))
 	l.Tiles = []components.TileData{
-		{ID: "tile-pending", Label: "Pending", Value: components.Count(st.Pending), Hint: "waiting for their first attempt", Tone: components.ToneInfo,
+		{ID: "tile-pending", Label: "Pending", Value: st.count("pending", st.Pending), Hint: "waiting for their first attempt", Tone: components.ToneInfo,
 			Href: events.Filter{Status: "pending"}.URL()},
-		{ID: "tile-retry", Label: "Awaiting retry", Value: components.Count(st.AwaitingRetry), Hint: "failed, backing off", Tone: toneIf(st.AwaitingRetry > 0, components.ToneWarn, components.ToneInfo),
+		{ID: "tile-retry", Label: "Awaiting retry", Value: st.count("awaiting_retry", st.AwaitingRetry), Hint: "failed, backing off", Tone: toneIf(st.AwaitingRetry > 0, components.ToneWarn, components.ToneInfo),
 			Href: events.Filter{Status: "awaiting_retry"}.URL()},
 		// What the workers hold (their heartbeats, a few seconds old):
 		// claims write nothing, so no filter of the event log lists these.
@@ -59,7 +59,7 @@ func (s *Server) overviewLive(ctx context.Context) (overview.Live, error) {
 		// The dead letters of the last hour, newest first: what the
 		// number's colour is about. The dead-letter clusters are one
 		// click away in the header.
-		{ID: "tile-dead", Label: "Dead letters", Value: components.Count(st.Dead), Hint: fmt.Sprintf("%s in the last hour", components.Count(st.DeadLastHour)), Tone: toneIf(st.DeadLastHour > 0, components.ToneCritical, components.ToneMuted),
+		{ID: "tile-dead", Label: "Dead letters", Value: st.count("dead", st.Dead), Hint: fmt.Sprintf("%s in the last hour", components.Count(st.DeadLastHour)), Tone: toneIf(st.DeadLastHour > 0, components.ToneCritical, components.ToneMuted),
 			Href: events.Filter{Status: "dead", Since: events.TimeText(now.Add(-time.Hour), false)}.URL()},
 		{ID: "tile-delivered", Label: "Delivered, last hour", Value: components.Count(st.DeliveredLastHour), Tone: components.ToneOK,
 			Href: events.Filter{Status: "delivered", Since: events.TimeText(now.Add(-time.Hour), false)}.URL()},

@@ -30,7 +30,7 @@ func newQueueCollector(s *Server) *queueCollector {
 	return &queueCollector{
 		s: s,
 		queue: prometheus.NewDesc("hookline_queue_deliveries",
-			"Deliveries by status (pending, failed = awaiting retry, in_flight, dead).", []string{"status"}, nil),
+			fmt.Sprintf("Deliveries by status (pending, failed = awaiting retry, in_flight, dead); past %d a status is PostgreSQL's estimate, from its last ANALYZE of the queue.", queueCountCap), []string{"status"}, nil),
 		oldest: prometheus.NewDesc("hookline_queue_oldest_pending_seconds",
 			"Age of the oldest delivery waiting to be sent (0 when none).", nil, nil),
 		breaker: prometheus.NewDesc("hookline_endpoint_breaker_state",
@@ -57,7 +57,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	st, err := c.s.q.PipelineStats(ctx, nil)
+	st, _, err := c.s.pipelineRow(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.scrapeOK, prometheus.GaugeValue, 0)
 		return
