@@ -563,14 +563,16 @@ func TestRetentionPlan(t *testing.T) {
 	}
 }
 
-// TestPipelineStatsPlan: the pipeline summary costs the same whatever the
-// backlog. With 100,000 deliveries waiting and a few awaiting retry, the
-// count of those awaiting retry reads deliveries_retry_log (not every
-// waiting row, which is what a scan for status = 'failed' reads without it,
-// 0.1 s at a million), and the oldest waiting delivery is the first entry
-// of deliveries_waiting_created whose endpoint is enabled (as min() over a
-// join it hashed the whole backlog: 0.35 s at a million).
-func TestPipelineStatsPlan(t *testing.T) {
+// TestBacklogSummariesPlan: the pipeline summary and the endpoints table's
+// queue depths cost the same whatever the backlog. With 100,000 deliveries
+// waiting and a few awaiting retry, the count of those awaiting retry
+// reads deliveries_retry_log (not every waiting row, which is what a scan
+// for status = 'failed' reads without it, 0.1 s at a million), the oldest
+// waiting delivery is the first entry of deliveries_waiting_created whose
+// endpoint is enabled (as min() over a join it hashed the whole backlog:
+// 0.35 s at a million), and each endpoint's depth is one capped range of
+// deliveries_due (grouped, the depths read every waiting row: 0.2 s).
+func TestBacklogSummariesPlan(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	seedDeliveries(t, pool, 100, 1000, seed{status: "pending"})
@@ -591,6 +593,17 @@ func TestPipelineStatsPlan(t *testing.T) {
 		if got := plan.indexScans("deliveries_waiting_created"); len(got) != 1 {
 			t.Errorf("PipelineStats (%s): deliveries_waiting_created read %d times, want once (the oldest waiting delivery); the queue read by %s",
 				mode, len(got), strings.Join(plan.scansOf("deliveries_queue"), ", "))
+		}
+	}
+
+	if _, err := db.New(&stmt).EndpointQueueDepths(ctx, 1001); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explain(t, pool, stmt, mode)
+		scans := strings.Join(plan.scansOf("deliveries_queue"), ", ")
+		if got := plan.indexScans("deliveries_due"); len(got) != 1 || !strings.Contains(got[0], "(endpoint_id = e.id)") || strings.Contains(scans, "Seq Scan") {
+			t.Errorf("EndpointQueueDepths (%s): the queue read by %s, want one range of deliveries_due an endpoint", mode, scans)
 		}
 	}
 }

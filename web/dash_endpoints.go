@@ -113,7 +113,7 @@ func (s *Server) endpointData(ctx context.Context) ([]db.EndpointListWithHealthR
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list endpoints: %w", err)
 	}
-	qd, err := s.q.EndpointQueueDepths(ctx)
+	qd, err := s.q.EndpointQueueDepths(ctx, endpoints.QueueShown+1)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("queue depths: %w", err)
 	}
