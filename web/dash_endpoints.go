@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/endpoints"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
@@ -113,11 +114,11 @@ func (s *Server) endpointData(ctx context.Context) ([]db.EndpointListWithHealthR
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list endpoints: %w", err)
 	}
-	qd, err := s.q.EndpointQueueDepths(ctx, endpoints.QueueShown+1)
+	qd, err := s.q.EndpointQueueDepths(ctx, components.Counted+1)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("queue depths: %w", err)
 	}
-	dd, err := s.q.EndpointDeadCounts(ctx)
+	dd, err := s.q.EndpointDeadCounts(ctx, db.EndpointDeadCountsParams{CountCap: components.Counted + 1})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("dead-letter counts: %w", err)
 	}

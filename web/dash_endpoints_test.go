@@ -43,34 +43,44 @@ func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
 	}
 }
 
-// TestEndpointsQueueDepthCapped: the table counts an endpoint's queue up
-// to endpoints.QueueShown and shows more as "1,000+" (sorted with the
-// largest); smaller queues, in-flight probes included, are exact.
-func TestEndpointsQueueDepthCapped(t *testing.T) {
+// TestEndpointsCountsCapped: the endpoints table and a partner's page
+// count an endpoint's queue and dead letters up to components.Counted and
+// show more as "1,000+" (sorted with the largest); smaller counts, an
+// in-flight probe included, are exact.
+func TestEndpointsCountsCapped(t *testing.T) {
 	env := newEnv(t)
 	pid := env.createPartner("Acme Retail")
 	busy := env.createEndpoint(map[string]any{"partner_id": pid, "name": "busy", "kind": "webhook", "url": "https://busy.invalid/in"}).ID
 	quiet := env.createEndpoint(map[string]any{"partner_id": pid, "name": "quiet", "kind": "webhook", "url": "https://quiet.invalid/in"}).ID
 	env.exec(`INSERT INTO events (id, type, payload) SELECT gen_random_uuid(), 'a.b', '{}' FROM generate_series(1, 1500)`)
 	env.exec(`INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT id, $1, 5 FROM events`, busy)
-	env.exec(`INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT id, $1, 5 FROM events LIMIT 7`, quiet)
+	env.exec(`INSERT INTO deliveries (event_id, endpoint_id, max_attempts) SELECT id, $1, 5 FROM events ORDER BY id LIMIT 7`, quiet)
 	env.exec(`UPDATE deliveries SET status = 'failed', attempt_count = 1 WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 LIMIT 2)`, quiet)
 	env.exec(`UPDATE deliveries SET status = 'in_flight', lease_owner = 'w1', lease_expires_at = now() + interval '1 minute'
 		WHERE id = (SELECT min(id) FROM deliveries WHERE endpoint_id = $1 AND status = 'pending')`, quiet)
+	// The quiet endpoint's other events died there: 1,493 dead letters.
+	env.exec(`INSERT INTO deliveries (event_id, endpoint_id, max_attempts, status, attempt_count, dead_at)
+		SELECT id, $1, 5, 'dead', 5, now() FROM events ORDER BY id OFFSET 7`, quiet)
 
 	op := env.signIn(env.server(), "ops@example.com", "operator")
 	_, doc := op.get("/endpoints/table?sort=queue")
-	depth := func(id int64) string {
-		return strings.TrimSpace(doc.Find(fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"] [data-testid=queue-depth]`, id)).Text())
+	cell := func(id int64, testid string) string {
+		return strings.TrimSpace(doc.Find(fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"] [data-testid=%s]`, id, testid)).Text())
 	}
-	if got, want := depth(busy), "1,000+"; got != want {
-		t.Fatalf("busy endpoint's queue %q, want %q", got, want)
-	}
-	if got, want := depth(quiet), "7"; got != want {
-		t.Fatalf("quiet endpoint's queue %q, want %q (4 pending, 2 awaiting retry, 1 in flight)", got, want)
+	for _, c := range []struct {
+		id           int64
+		testid, want string
+	}{{busy, "queue-depth", "1,000+"}, {quiet, "queue-depth", "7"}, {quiet, "dead-count", "1,000+"}} {
+		if got := cell(c.id, c.testid); got != c.want {
+			t.Errorf("endpoint %d's %s reads %q, want %q", c.id, c.testid, got, c.want)
+		}
 	}
 	if first, _ := doc.Find(`[data-testid=endpoint-row]`).First().Attr("data-endpoint-id"); first != fmt.Sprint(busy) {
-		t.Fatalf("sorted by queue, the first row is endpoint %s, want %d", first, busy)
+		t.Errorf("sorted by queue, the first row is endpoint %s, want %d", first, busy)
+	}
+	_, doc = op.get(fmt.Sprintf("/partners/%d", pid))
+	if !strings.Contains(doc.Text(), "1,000+ dead") {
+		t.Errorf("the partner's page does not show the quiet endpoint's dead letters as 1,000+")
 	}
 }
 

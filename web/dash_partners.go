@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/partners"
 	"github.com/hookline/hookline/web/account"
@@ -70,7 +71,7 @@ func (s *Server) partnerDetail(c echo.Context, p db.Partner, access *partners.Po
 	if err != nil {
 		return err
 	}
-	dd, err := s.q.EndpointDeadCounts(ctx)
+	dd, err := s.q.EndpointDeadCounts(ctx, db.EndpointDeadCountsParams{CountCap: components.Counted + 1, PartnerID: &p.ID})
 	if err != nil {
 		return err
 	}

@@ -99,6 +99,21 @@ func Timestamp(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05 MST")
 }
 
+// Counted is how far the endpoint tables count an endpoint's queue and
+// dead letters: their queries read at most Counted + 1 rows an endpoint,
+// whatever the backlog, and CountUpTo shows more as "1,000+". An
+// endpoint's own page counts exactly.
+const Counted = 1000
+
+// CountUpTo formats a count read up to Counted + 1: as Count, or
+// "1,000+" past Counted.
+func CountUpTo(n int64) string {
+	if n > Counted {
+		return Count(Counted) + "+"
+	}
+	return Count(n)
+}
+
 // Count formats n with thousands separators: "12,408".
 func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)

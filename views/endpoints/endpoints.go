@@ -77,21 +77,8 @@ type Row struct {
 	SuccessRate     *float64
 	Samples         int64
 	Failures        int32
-	Queue           int64 // counted up to QueueShown + 1: more reads "1,000+"
+	Queue           int64 // Queue and Dead are read up to components.Counted + 1
 	Dead            int64
-}
-
-// QueueShown is how far the table counts an endpoint's queue: the count
-// reads that many rows of the queue an endpoint at most, whatever its
-// backlog; the endpoint's own page has the exact figure.
-const QueueShown = 1000
-
-// queueText is a row's queue column.
-func queueText(n int64) string {
-	if n > QueueShown {
-		return components.Count(QueueShown) + "+"
-	}
-	return components.Count(n)
 }
 
 // Table is the fragment's view model.

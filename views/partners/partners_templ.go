@@ -398,9 +398,9 @@ func EndpointList(list []EndpointBrief) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var19 string
-						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(components.Count(e.Dead))
+						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(components.CountUpTo(e.Dead))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `partners/partners.templ`, Line: 75, Col: 98}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `partners/partners.templ`, Line: 75, Col: 102}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 						if templ_7745c5c3_Err != nil {
