@@ -152,6 +152,10 @@ func nextID() int {
 // on, and tests read them as today's (a template from yesterday failed
 // them after midnight). An advisory lock serialises test binaries racing
 // to create it.
+// templateLock is the advisory lock that serialises the test binaries'
+// template builds and clean-ups on a cluster.
+const templateLock = 72707369
+
 func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, error) {
 	sum, err := schemaHash()
 	if err != nil {
@@ -159,13 +163,10 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 	}
 	today := time.Now().UTC()
 	name := "hookline_template_" + sum + "_" + today.Format("20060102")
-	// Yesterday's is kept: a test binary started before midnight may still
-	// be cloning it.
-	yesterday := "hookline_template_" + sum + "_" + today.AddDate(0, 0, -1).Format("20060102")
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(72707369)"); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLock); err != nil {
 		return "", err
 	}
-	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(72707369)")
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLock)
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
 		return "", err
@@ -173,20 +174,8 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 	if exists {
 		return name, nil
 	}
-	// Old templates of earlier schema versions and days are no longer
-	// needed.
-	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'hookline_template_%'")
-	if err != nil {
+	if err := dropStaleTemplates(ctx, conn, today); err != nil {
 		return "", err
-	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", err
-	}
-	for _, o := range old {
-		if o != yesterday {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(o)+" WITH (FORCE)")
-		}
 	}
 	building := name + "_build"
 	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(building)+" WITH (FORCE)")
@@ -208,6 +197,30 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 		return "", err
 	}
 	return name, nil
+}
+
+// dropStaleTemplates drops the templates of days before yesterday.
+// Yesterday's are kept (a test binary started before midnight may still
+// be cloning one), and so are other schema versions' from today: the
+// cluster is the user's, shared by every checkout, and a test binary of
+// another tree (another branch, a clean clone) may be about to clone its
+// own. A "_build" database found here is a crashed build's: builds hold
+// the lock, and so must the caller.
+func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, today time.Time) error {
+	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'hookline_template_%'")
+	if err != nil {
+		return err
+	}
+	old, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, o := range old {
+		if !strings.HasSuffix(o, today.Format("20060102")) && !strings.HasSuffix(o, today.AddDate(0, 0, -1).Format("20060102")) {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(o)+" WITH (FORCE)")
+		}
+	}
+	return nil
 }
 
 func schemaHash() (string, error) {
