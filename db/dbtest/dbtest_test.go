@@ -30,7 +30,9 @@ func TestDropStaleTemplates(t *testing.T) {
 	defer conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", templateLock)
 
 	today := time.Now().UTC()
-	day := func(d int) string { return "hookline_template_otherschema_" + today.AddDate(0, 0, d).Format("20060102") }
+	day := func(d int) string {
+		return "hookline_template_otherschema_" + today.AddDate(0, 0, d).Format("20060102")
+	}
 	keep := []string{day(0), day(-1)}
 	gone := []string{day(-3), "hookline_template_otherschema_" + today.Format("20060102") + "_build"}
 	for _, name := range append(keep, gone...) {
