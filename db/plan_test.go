@@ -620,6 +620,19 @@ func TestBacklogSummariesPlan(t *testing.T) {
 			t.Errorf("EndpointDeadCounts (%s): the queue read by %s, want one range of deliveries_dead_endpoint an endpoint", mode, scans)
 		}
 	}
+
+	// The portal's counts of a partner's endpoints, both at once.
+	if _, err := db.New(&stmt).PortalEndpointCounts(ctx, db.PortalEndpointCountsParams{PartnerID: 1, CountCap: 1001}); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explain(t, pool, stmt, mode)
+		scans := strings.Join(plan.scansOf("deliveries_queue"), ", ")
+		due, dead := plan.indexScans("deliveries_due"), plan.indexScans("deliveries_dead_endpoint")
+		if len(due) != 1 || len(dead) != 1 || !strings.Contains(due[0], "(endpoint_id = e.id)") || !strings.Contains(dead[0], "(endpoint_id = e.id)") || strings.Contains(scans, "Seq Scan") {
+			t.Errorf("PortalEndpointCounts (%s): the queue read by %s, want one range of deliveries_due and one of deliveries_dead_endpoint an endpoint", mode, scans)
+		}
+	}
 }
 
 // TestEventPageLookupPlan: a page of the event log filtered by status (or

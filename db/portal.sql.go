@@ -335,14 +335,22 @@ func (q *Queries) PortalDeliveryRefsByEvents(ctx context.Context, arg PortalDeli
 }
 
 const portalEndpointCounts = `-- name: PortalEndpointCounts :many
-SELECT d.endpoint_id,
-       count(*) FILTER (WHERE d.status IN ('pending', 'failed', 'in_flight'))::bigint AS queued,
-       count(*) FILTER (WHERE d.status = 'dead')::bigint AS dead
-FROM deliveries d
-JOIN endpoints e ON e.id = d.endpoint_id
-WHERE e.partner_id = $1 AND d.status IN ('pending', 'failed', 'in_flight', 'dead')
-GROUP BY d.endpoint_id
+SELECT e.id AS endpoint_id,
+       ((SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                                WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')
+                                LIMIT $1::bigint) w)
+        + (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'in_flight'))::bigint AS queued,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.status = 'dead'
+                               LIMIT $1::bigint) x)::bigint AS dead
+FROM endpoints e
+WHERE e.partner_id = $2
 `
+
+type PortalEndpointCountsParams struct {
+	CountCap  int64
+	PartnerID int64
+}
 
 type PortalEndpointCountsRow struct {
 	EndpointID int64
@@ -350,9 +358,12 @@ type PortalEndpointCountsRow struct {
 	Dead       int64
 }
 
-// Queued and dead deliveries per endpoint of the partner.
-func (q *Queries) PortalEndpointCounts(ctx context.Context, partnerID int64) ([]PortalEndpointCountsRow, error) {
-	rows, err := q.db.Query(ctx, portalEndpointCounts, partnerID)
+// Queued and dead deliveries per endpoint of the partner, each counted up
+// to @count_cap an endpoint, as EndpointQueueDepths and EndpointDeadCounts
+// count them for the dashboard: one range of deliveries_due and one of
+// deliveries_dead_endpoint each, whatever the partner's backlog.
+func (q *Queries) PortalEndpointCounts(ctx context.Context, arg PortalEndpointCountsParams) ([]PortalEndpointCountsRow, error) {
+	rows, err := q.db.Query(ctx, portalEndpointCounts, arg.CountCap, arg.PartnerID)
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,20 @@ JOIN partners p ON p.id = e.partner_id
 WHERE e.id = @id AND e.partner_id = @partner_id;
 
 -- name: PortalEndpointCounts :many
--- Queued and dead deliveries per endpoint of the partner.
-SELECT d.endpoint_id,
-       count(*) FILTER (WHERE d.status IN ('pending', 'failed', 'in_flight'))::bigint AS queued,
-       count(*) FILTER (WHERE d.status = 'dead')::bigint AS dead
-FROM deliveries d
-JOIN endpoints e ON e.id = d.endpoint_id
-WHERE e.partner_id = @partner_id AND d.status IN ('pending', 'failed', 'in_flight', 'dead')
-GROUP BY d.endpoint_id;
+-- Queued and dead deliveries per endpoint of the partner, each counted up
+-- to @count_cap an endpoint, as EndpointQueueDepths and EndpointDeadCounts
+-- count them for the dashboard: one range of deliveries_due and one of
+-- deliveries_dead_endpoint each, whatever the partner's backlog.
+SELECT e.id AS endpoint_id,
+       ((SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                                WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')
+                                LIMIT @count_cap::bigint) w)
+        + (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'in_flight'))::bigint AS queued,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.status = 'dead'
+                               LIMIT @count_cap::bigint) x)::bigint AS dead
+FROM endpoints e
+WHERE e.partner_id = @partner_id;
 
 -- name: PortalDeadClusters :many
 -- The dead letters of one of the partner's endpoints since a time, grouped

@@ -43,10 +43,10 @@ func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
 	}
 }
 
-// TestEndpointsCountsCapped: the endpoints table and a partner's page
-// count an endpoint's queue and dead letters up to components.Counted and
-// show more as "1,000+" (sorted with the largest); smaller counts, an
-// in-flight probe included, are exact.
+// TestEndpointsCountsCapped: the endpoints table, a partner's page and the
+// partner's portal count an endpoint's queue and dead letters up to
+// components.Counted and show more as "1,000+" (sorted with the largest);
+// smaller counts, an in-flight probe included, are exact.
 func TestEndpointsCountsCapped(t *testing.T) {
 	env := newEnv(t)
 	pid := env.createPartner("Acme Retail")
@@ -81,6 +81,17 @@ func TestEndpointsCountsCapped(t *testing.T) {
 	_, doc = op.get(fmt.Sprintf("/partners/%d", pid))
 	if !strings.Contains(doc.Text(), "1,000+ dead") {
 		t.Errorf("the partner's page does not show the quiet endpoint's dead letters as 1,000+")
+	}
+	// The partner's portal counts the same way.
+	_, doc = env.portalSignIn(env.server(), pid, "Acme Retail").get("/portal/")
+	for _, c := range []struct {
+		id           int64
+		testid, want string
+	}{{busy, "queue", "1,000+"}, {busy, "dead", "0"}, {quiet, "queue", "7"}, {quiet, "dead", "1,000+"}} {
+		sel := fmt.Sprintf(`[data-testid=endpoint-row][data-endpoint-id="%d"] [data-testid=%s]`, c.id, c.testid)
+		if got := strings.TrimSpace(doc.Find(sel).Text()); got != c.want {
+			t.Errorf("portal: endpoint %d's %s reads %q, want %q", c.id, c.testid, got, c.want)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/portal"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -61,7 +62,7 @@ func (s *Server) portalHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := s.q.PortalEndpointCounts(ctx, pid)
+	counts, err := s.q.PortalEndpointCounts(ctx, db.PortalEndpointCountsParams{PartnerID: pid, CountCap: components.Counted + 1})
 	if err != nil {
 		return err
 	}
