@@ -1,8 +1,8 @@
 -- +goose NO TRANSACTION
 -- +goose Up
--- Each endpoint's dead letters, for the endpoints table and a partner's
--- page, which count them an endpoint at a time and only so far
--- (EndpointDeadCounts). Dead letters are kept for good, so counting them
+-- Each endpoint's dead letters, for the endpoints table, a partner's page
+-- and the partner portal, which count them an endpoint at a time and only
+-- so far (EndpointDeadCounts, PortalEndpointCounts). Dead letters are kept for good, so counting them
 -- all grouped by endpoint, as those pages did on every load, grows
 -- without end: 74-91 ms with 900,000 of them on ten endpoints, 2-9 ms
 -- an endpoint at a time (73-85 against 43-66 ms with 1,000 on each of 900
