@@ -42,6 +42,44 @@ func (q *Queries) DeadLetterClusterCount(ctx context.Context, arg DeadLetterClus
 	return column_1, err
 }
 
+const deadLetterClusterKeys = `-- name: DeadLetterClusterKeys :many
+SELECT DISTINCT d.endpoint_id, coalesce(d.last_error_class, '')::text AS error_class,
+       coalesce(d.last_status_code, 0)::int AS status_code
+FROM deliveries d
+WHERE d.status = 'dead' AND d.dead_at >= $1::timestamptz
+`
+
+type DeadLetterClusterKeysRow struct {
+	EndpointID int64
+	ErrorClass string
+	StatusCode int32
+}
+
+// The clusters (endpoint × error class × status code) with a dead letter
+// since @since, for the alert watch: only one of them can be a cluster it
+// has not announced yet, and only then does it read whole clusters
+// (DeadLetterClusters, seconds with hundreds of thousands of dead letters
+// in its hour). A range of deliveries_dead.
+func (q *Queries) DeadLetterClusterKeys(ctx context.Context, since time.Time) ([]DeadLetterClusterKeysRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterClusterKeys, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterClusterKeysRow{}
+	for rows.Next() {
+		var i DeadLetterClusterKeysRow
+		if err := rows.Scan(&i.EndpointID, &i.ErrorClass, &i.StatusCode); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterClusters = `-- name: DeadLetterClusters :many
 
 WITH dead AS (

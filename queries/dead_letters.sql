@@ -42,6 +42,17 @@ GROUP BY d.endpoint_id, e.name, p.name, e.enabled, e.disabled_reason, e.max_atte
 ORDER BY count(*) DESC, d.endpoint_id
 LIMIT 200;
 
+-- name: DeadLetterClusterKeys :many
+-- The clusters (endpoint × error class × status code) with a dead letter
+-- since @since, for the alert watch: only one of them can be a cluster it
+-- has not announced yet, and only then does it read whole clusters
+-- (DeadLetterClusters, seconds with hundreds of thousands of dead letters
+-- in its hour). A range of deliveries_dead.
+SELECT DISTINCT d.endpoint_id, coalesce(d.last_error_class, '')::text AS error_class,
+       coalesce(d.last_status_code, 0)::int AS status_code
+FROM deliveries d
+WHERE d.status = 'dead' AND d.dead_at >= @since::timestamptz;
+
 -- name: DeadLetterList :many
 -- The dead deliveries of one cluster (newest first), for expanding it.
 SELECT d.id, d.event_id, ev.type AS event_type, d.attempt_count, d.dead_at, d.last_error,

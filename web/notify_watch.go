@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,10 @@ const (
 	alertWatchEvery   = 30 * time.Second
 	newClusterWindow  = 1
 	clusterQuietAfter = 24 * time.Hour
+	// clusterKeysOverlap is how far before its previous run the watch looks
+	// for dead letters of unannounced clusters: a dead letter's dead_at is
+	// set before its transaction commits, and the replicas' clocks differ.
+	clusterKeysOverlap = time.Minute
 	// notificationRetention is how long decided outbox rows are kept.
 	notificationRetention = 30 * 24 * time.Hour
 )
@@ -44,17 +49,25 @@ func (s *Server) WatchAlerts(ctx context.Context) {
 // alertKinds are the pipeline alerts a channel can hear about.
 var alertKinds = []string{"dead_letters_rising", "oldest_pending", "slow_endpoints"}
 
+// watchAlertsOnce is one look of the watch. A cluster can be new only if
+// it has a dead letter since this replica's previous look that held the
+// lock (less clusterKeysOverlap; at most newClusterWindow back), so the
+// watch reads whole clusters, seconds with hundreds of thousands of dead
+// letters in the hour, only when one of those is unannounced.
 func (s *Server) watchAlertsOnce(ctx context.Context) error {
 	st, err := s.pipelineStats(ctx)
 	if err != nil {
 		return fmt.Errorf("pipeline stats: %w", err)
 	}
-	clusters, err := s.deadLetterClusters(ctx, newClusterWindow)
-	if err != nil {
-		return fmt.Errorf("dead-letter clusters: %w", err)
-	}
 	now := s.now()
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	since := now.Add(-newClusterWindow * time.Hour)
+	if last := s.watchedAt.Load(); last != 0 {
+		if t := time.Unix(0, last).Add(-clusterKeysOverlap); t.After(since) {
+			since = t
+		}
+	}
+	acted := false
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		locked, err := q.NotificationWatchLock(ctx)
 		if err != nil || !locked {
@@ -94,6 +107,18 @@ func (s *Server) watchAlertsOnce(ctx context.Context) error {
 		for _, k := range announced {
 			seen[k] = true
 		}
+		keys, err := q.DeadLetterClusterKeys(ctx, since)
+		if err != nil {
+			return err
+		}
+		var clusters []cluster
+		if slices.ContainsFunc(keys, func(k db.DeadLetterClusterKeysRow) bool {
+			return !seen[clusterKey{k.EndpointID, k.ErrorClass, k.StatusCode}.String()]
+		}) {
+			if clusters, err = s.deadLetterClusters(ctx, newClusterWindow); err != nil {
+				return fmt.Errorf("dead-letter clusters: %w", err)
+			}
+		}
 		for _, c := range clusters {
 			if seen[c.Key] {
 				continue
@@ -107,6 +132,11 @@ func (s *Server) watchAlertsOnce(ctx context.Context) error {
 			}
 		}
 		_, err = q.NotificationPrune(ctx, now.Add(-notificationRetention))
+		acted = err == nil
 		return err
 	})
+	if err == nil && acted {
+		s.watchedAt.Store(now.UnixNano())
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -82,6 +83,9 @@ type Server struct {
 	sessions *sessions.CookieStore
 	throttle *loginThrottle
 	send     *sender.Sender
+	// watchedAt is when this replica's alert watch last held the lock
+	// and finished (UnixNano; 0 before): see watchAlertsOnce.
+	watchedAt atomic.Int64
 }
 
 // New builds the server and its route table.
