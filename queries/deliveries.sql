@@ -111,7 +111,7 @@ ORDER BY event_id, id;
 -- Deliveries waiting or in flight, per endpoint (the endpoints table), the
 -- waiting ones counted up to @count_cap an endpoint: one range of
 -- deliveries_due each. Counting the whole backlog grouped by endpoint read
--- every waiting row on every load of the page (0.2 s with a million
+-- every waiting row on every load and 10-s refresh of the page (0.2 s with a million
 -- waiting); this reads at most @count_cap an endpoint (9-40 ms there, the
 -- backlog on 100 endpoints).
 -- In flight are the probes leased in the table: one an endpoint at most.
