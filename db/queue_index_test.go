@@ -79,13 +79,14 @@ func TestDueScanSkipsDeliveredRows(t *testing.T) {
 	// A scan marks an entry dead only once no transaction may still see
 	// the row's old version: one that is running (an autovacuum ANALYZE
 	// in this database, say) holds that back for its length.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		n := scan()
-		if n <= 30 {
-			break
-		}
-		if time.Now().After(deadline) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for n := scan(); n > 30; n = scan() {
+		select {
+		case <-deadline:
 			t.Fatalf("the scan read %d buffers, then %d for 10 s: want the delivered rows' entries skipped (at most 30)", first, n)
+		case <-tick.C:
 		}
 	}
 }
