@@ -13,12 +13,15 @@ import (
 )
 
 const deadLetterClusterCount = `-- name: DeadLetterClusterCount :one
-SELECT count(*)::bigint FROM deliveries d
-WHERE d.status = 'dead'
-  AND d.endpoint_id = $1
-  AND coalesce(d.last_error_class, '') = $2::text
-  AND coalesce(d.last_status_code, 0) = $3::int
-  AND d.dead_at >= $4::timestamptz
+SELECT coalesce(sum(x.dead), 0)::bigint FROM (
+    SELECT t.dead FROM dead_letter_tallies t
+    WHERE t.endpoint_id = $1 AND t.error_class = $2::text
+      AND t.status_code = $3::int AND t.hour >= $4::timestamptz
+    UNION ALL
+    SELECT c.dead FROM dead_letter_tally_changes c
+    WHERE c.endpoint_id = $1 AND c.error_class = $2::text
+      AND c.status_code = $3::int AND c.hour >= $4::timestamptz
+) x
 `
 
 type DeadLetterClusterCountParams struct {
@@ -28,8 +31,9 @@ type DeadLetterClusterCountParams struct {
 	Since      time.Time
 }
 
-// How many dead letters one cluster holds since a time: its row's count,
-// kept current on the page while a replay of the cluster runs.
+// How many dead letters one cluster holds since a UTC hour: its row's
+// count, kept current on the page while a replay of the cluster runs. From
+// the tallies (migration 00027), as DeadLetterClusters counts.
 func (q *Queries) DeadLetterClusterCount(ctx context.Context, arg DeadLetterClusterCountParams) (int64, error) {
 	row := q.db.QueryRow(ctx, deadLetterClusterCount,
 		arg.EndpointID,
@@ -82,38 +86,66 @@ func (q *Queries) DeadLetterClusterKeys(ctx context.Context, since time.Time) ([
 
 const deadLetterClusters = `-- name: DeadLetterClusters :many
 
-WITH dead AS (
-    SELECT d.id, d.endpoint_id, coalesce(d.last_error_class, '') AS error_class,
-           coalesce(d.last_status_code, 0) AS status_code, d.dead_at, d.attempt_count,
-           coalesce(d.last_error, '') AS last_error, ev.payload->>'payout' AS payout,
-           nullif(left(btrim(ev.payload->>'currency'), 12), '') AS currency
-    FROM deliveries d
-    JOIN events ev ON ev.id = d.event_id
-    WHERE d.status = 'dead' AND d.dead_at >= $1::timestamptz
-),
-hourly AS (
-    SELECT endpoint_id, error_class, status_code, date_trunc('hour', dead_at) AS hour, count(*) AS n
-    FROM dead
-    GROUP BY 1, 2, 3, 4
+WITH tally AS (
+    SELECT t.endpoint_id, t.error_class, t.status_code, t.hour, t.currency, t.dead, t.attempts, t.payouts, t.payout
+    FROM dead_letter_tallies t WHERE t.hour >= $1::timestamptz
+    UNION ALL
+    SELECT c.endpoint_id, c.error_class, c.status_code, c.hour, c.currency, c.dead, c.attempts, c.payouts, c.payout
+    FROM dead_letter_tally_changes c WHERE c.hour >= $1::timestamptz
+), hourly AS (
+    SELECT endpoint_id, error_class, status_code, hour, sum(dead) AS dead
+    FROM tally GROUP BY endpoint_id, error_class, status_code, hour
+), currencies AS (
+    SELECT endpoint_id, error_class, status_code, currency,
+           sum(attempts) AS attempts, sum(payouts) AS payouts, sum(payout) AS payout
+    FROM tally GROUP BY endpoint_id, error_class, status_code, currency
+), clusters AS (
+    SELECT h.endpoint_id, h.error_class, h.status_code, sum(h.dead)::bigint AS dead_count,
+           (count(*) FILTER (WHERE h.dead > 0))::bigint AS hours_with_dead,
+           max(h.dead)::bigint AS max_in_one_hour
+    FROM hourly h GROUP BY h.endpoint_id, h.error_class, h.status_code
+    HAVING sum(h.dead) > 0
+), top AS (
+    SELECT c.endpoint_id, e.name AS endpoint_name, p.name AS partner_name, e.enabled, e.disabled_reason,
+           e.max_attempts, c.error_class, c.status_code, c.dead_count, c.hours_with_dead, c.max_in_one_hour
+    FROM clusters c
+    JOIN endpoints e ON e.id = c.endpoint_id
+    JOIN partners p ON p.id = e.partner_id
+    ORDER BY c.dead_count DESC, c.endpoint_id, c.error_class, c.status_code
+    LIMIT 200
 )
-SELECT d.endpoint_id, e.name AS endpoint_name, p.name AS partner_name, e.enabled, e.disabled_reason,
-       e.max_attempts, d.error_class, d.status_code,
-       count(*)::bigint AS dead_count,
-       min(d.dead_at)::timestamptz AS first_dead_at,
-       max(d.dead_at)::timestamptz AS last_dead_at,
-       avg(d.attempt_count)::float8 AS avg_attempts,
-       (mode() WITHIN GROUP (ORDER BY d.last_error))::text AS primary_error,
-       coalesce(sum(CASE WHEN d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$' THEN d.payout::numeric END), 0)::float8 AS payout_at_risk,
-       coalesce(array_agg(DISTINCT d.currency ORDER BY d.currency) FILTER (WHERE d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$' AND d.currency IS NOT NULL), '{}')::text[] AS payout_currencies,
-       coalesce(bool_or(d.currency IS NULL) FILTER (WHERE d.payout ~ '^-?[0-9]{1,15}(\.[0-9]{1,9})?$'), false)::bool AS payout_unlabelled,
-       (SELECT count(*) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS hours_with_dead,
-       (SELECT max(h.n) FROM hourly h WHERE h.endpoint_id = d.endpoint_id AND h.error_class = d.error_class AND h.status_code = d.status_code)::bigint AS max_in_one_hour
-FROM dead d
-JOIN endpoints e ON e.id = d.endpoint_id
-JOIN partners p ON p.id = e.partner_id
-GROUP BY d.endpoint_id, e.name, p.name, e.enabled, e.disabled_reason, e.max_attempts, d.error_class, d.status_code
-ORDER BY count(*) DESC, d.endpoint_id
-LIMIT 200
+SELECT t.endpoint_id, t.endpoint_name, t.partner_name, t.enabled, t.disabled_reason,
+       t.max_attempts, t.error_class, t.status_code, t.dead_count,
+       coalesce((SELECT d.dead_at FROM deliveries d
+                 WHERE d.status = 'dead' AND d.endpoint_id = t.endpoint_id
+                   AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
+                   AND d.dead_at >= $1::timestamptz
+                 ORDER BY d.dead_at LIMIT 1), $1::timestamptz)::timestamptz AS first_dead_at,
+       coalesce((SELECT d.dead_at FROM deliveries d
+                 WHERE d.status = 'dead' AND d.endpoint_id = t.endpoint_id
+                   AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
+                   AND d.dead_at >= $1::timestamptz
+                 ORDER BY d.dead_at DESC LIMIT 1), $1::timestamptz)::timestamptz AS last_dead_at,
+       ((SELECT sum(cu.attempts) FROM currencies cu
+         WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code)
+        / t.dead_count)::float8 AS avg_attempts,
+       coalesce((SELECT mode() WITHIN GROUP (ORDER BY n.last_error)
+                 FROM (SELECT coalesce(d.last_error, '') AS last_error FROM deliveries d
+                       WHERE d.status = 'dead' AND d.endpoint_id = t.endpoint_id
+                         AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
+                         AND d.dead_at >= $1::timestamptz
+                       ORDER BY d.dead_at DESC LIMIT 1000) n), '')::text AS primary_error,
+       coalesce((SELECT sum(cu.payout) FROM currencies cu
+                 WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code), 0)::float8 AS payout_at_risk,
+       coalesce((SELECT array_agg(cu.currency ORDER BY cu.currency) FROM currencies cu
+                 WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code
+                   AND cu.currency <> '' AND cu.payouts > 0), '{}')::text[] AS payout_currencies,
+       EXISTS (SELECT 1 FROM currencies cu
+               WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code
+                 AND cu.currency = '' AND cu.payouts > 0)::bool AS payout_unlabelled,
+       t.hours_with_dead, t.max_in_one_hour
+FROM top t
+ORDER BY t.dead_count DESC, t.endpoint_id, t.error_class, t.status_code
 `
 
 type DeadLetterClustersRow struct {
@@ -138,14 +170,19 @@ type DeadLetterClustersRow struct {
 }
 
 // Reads for the dead-letter page, kept by page; the replays that write deliveries are in deliveries.sql.
-// Groups dead deliveries of the last @since by endpoint × error class ×
-// status code: the debugging dataset. Payout at risk sums a numeric (or
-// numeric-string, at most 15 digits before the point, so no sum overflows)
-// top-level "payout" field of the events; payout_currencies
-// lists the distinct top-level "currency" values of those events, and
-// payout_unlabelled says whether some had none (then the sum is raw).
-// hours_with_dead and max_in_one_hour tell an outage burst from a trickle;
-// max_attempts (the endpoint's) says whether there were retries at all.
+// The dead letters since @since (a UTC hour: the tallies count by hour)
+// grouped by endpoint × error class × status code: the debugging dataset.
+// Counted from dead_letter_tallies and the changes not yet folded into it
+// (migration 00027), a row a cluster an hour, so it costs the same with a
+// thousand dead letters in the window as with millions. Payout at risk
+// sums a numeric (or numeric-string) top-level "payout" field of the
+// events; payout_currencies lists the distinct top-level "currency" values
+// of those events, and payout_unlabelled says whether some had none (then
+// the sum is raw). hours_with_dead and max_in_one_hour tell an outage burst
+// from a trickle; max_attempts (the endpoint's) says whether there were
+// retries at all. The first and last dead letter are two ends of
+// deliveries_dead_cluster; the primary error is the most common among the
+// cluster's newest 1,000.
 func (q *Queries) DeadLetterClusters(ctx context.Context, since time.Time) ([]DeadLetterClustersRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterClusters, since)
 	if err != nil {
@@ -271,4 +308,51 @@ func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const deadLetterTallyFold = `-- name: DeadLetterTallyFold :one
+WITH folded AS (
+    DELETE FROM dead_letter_tally_changes
+    WHERE ctid = ANY (ARRAY(SELECT ctid FROM dead_letter_tally_changes LIMIT $1::int))
+    RETURNING endpoint_id, error_class, status_code, hour, currency, dead, attempts, payouts, payout
+), summed AS (
+    SELECT endpoint_id, error_class, status_code, hour, currency,
+           sum(dead) AS dead, sum(attempts) AS attempts, sum(payouts) AS payouts, sum(payout) AS payout
+    FROM folded
+    GROUP BY endpoint_id, error_class, status_code, hour, currency
+), applied AS (
+    INSERT INTO dead_letter_tallies AS t (endpoint_id, error_class, status_code, hour, currency, dead, attempts, payouts, payout)
+    SELECT endpoint_id, error_class, status_code, hour, currency, dead, attempts, payouts, payout
+    FROM summed
+    ORDER BY endpoint_id, error_class, status_code, hour, currency
+    ON CONFLICT (endpoint_id, error_class, status_code, hour, currency) DO UPDATE
+    SET dead = t.dead + excluded.dead, attempts = t.attempts + excluded.attempts,
+        payouts = t.payouts + excluded.payouts, payout = t.payout + excluded.payout
+    RETURNING 1
+)
+SELECT count(*)::bigint FROM folded
+`
+
+// Folds up to @max_rows tally changes into dead_letter_tallies (migration
+// 00027), in key order so that two replicas folding at once take their row
+// locks in the same order (and a change one of them deleted is skipped by
+// the other). Returns how many changes went in.
+func (q *Queries) DeadLetterTallyFold(ctx context.Context, maxRows int32) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterTallyFold, maxRows)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const deadLetterTallyPrune = `-- name: DeadLetterTallyPrune :execrows
+DELETE FROM dead_letter_tallies WHERE dead = 0
+`
+
+// Drops the tallies whose dead letters have all gone (replayed or deleted).
+func (q *Queries) DeadLetterTallyPrune(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deadLetterTallyPrune)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -374,7 +374,7 @@ type EndpointDeadCountsRow struct {
 
 // Dead letters per endpoint (of one partner's, when @partner_id is given),
 // counted up to @count_cap an endpoint: one range of
-// deliveries_dead_endpoint each (migration 00025). Dead letters are kept
+// deliveries_dead_cluster each (migrations 00025, 00026). Dead letters are kept
 // for good; counted all at once they made the page's cost grow with them.
 func (q *Queries) EndpointDeadCounts(ctx context.Context, arg EndpointDeadCountsParams) ([]EndpointDeadCountsRow, error) {
 	rows, err := q.db.Query(ctx, endpointDeadCounts, arg.CountCap, arg.PartnerID)

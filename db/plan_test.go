@@ -72,6 +72,13 @@ func (capturedBatch) Tx() pgx.Tx                       { return nil }
 // statement runs with, such as ClaimSettings) ran first.
 func explain(t *testing.T, pool *pgxpool.Pool, stmt captured, mode string, settings ...func(*db.Queries) error) planNode {
 	t.Helper()
+	return explainWith(t, pool, stmt, mode, "FORMAT JSON", settings...)
+}
+
+// explainWith is explain with EXPLAIN's options ("ANALYZE, FORMAT JSON"
+// runs the statement, in the transaction it rolls back).
+func explainWith(t *testing.T, pool *pgxpool.Pool, stmt captured, mode, options string, settings ...func(*db.Queries) error) planNode {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -108,7 +115,7 @@ func explain(t *testing.T, pool *pgxpool.Pool, stmt captured, mode string, setti
 		}
 	}
 	var raw []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+name+"("+strings.Join(lits, ", ")+")").Scan(&raw); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN ("+options+") EXECUTE "+name+"("+strings.Join(lits, ", ")+")").Scan(&raw); err != nil {
 		t.Fatalf("explain (%s): %v", mode, err)
 	}
 	var plans []struct {
@@ -128,6 +135,21 @@ type planNode struct {
 	IndexCond    string     `json:"Index Cond"`
 	SortKey      []string   `json:"Sort Key"`
 	Plans        []planNode `json:"Plans"`
+	// With ANALYZE: the rows a node returned a loop, and its loops.
+	ActualRows  float64 `json:"Actual Rows"`
+	ActualLoops float64 `json:"Actual Loops"`
+}
+
+// rowsFrom sums the rows the nodes reading relation returned (ANALYZE).
+func (n planNode) rowsFrom(relation string) float64 {
+	rows := 0.0
+	if n.RelationName == relation && n.NodeType != "ModifyTable" {
+		rows += n.ActualRows * n.ActualLoops
+	}
+	for _, c := range n.Plans {
+		rows += c.rowsFrom(relation)
+	}
+	return rows
 }
 
 // scansOf lists how each node reaching relation reads it ("Seq Scan",
@@ -571,7 +593,7 @@ func TestRetentionPlan(t *testing.T) {
 // waiting delivery is the first entry of deliveries_waiting_created whose
 // endpoint is enabled (as min() over a join it hashed the whole backlog:
 // 0.35 s at a million), and each endpoint's depth and dead letters are one
-// capped range of deliveries_due and of deliveries_dead_endpoint (grouped,
+// capped range of deliveries_due and of deliveries_dead_cluster (grouped,
 // they read every waiting row, 0.2 s at a million, and every dead letter,
 // 0.3-0.46 s at 900,000).
 func TestBacklogSummariesPlan(t *testing.T) {
@@ -616,8 +638,8 @@ func TestBacklogSummariesPlan(t *testing.T) {
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		plan := explain(t, pool, stmt, mode)
 		scans := strings.Join(plan.scansOf("deliveries_queue"), ", ")
-		if got := plan.indexScans("deliveries_dead_endpoint"); len(got) != 1 || !strings.Contains(got[0], "(endpoint_id = e.id)") || strings.Contains(scans, "Seq Scan") {
-			t.Errorf("EndpointDeadCounts (%s): the queue read by %s, want one range of deliveries_dead_endpoint an endpoint", mode, scans)
+		if got := plan.indexScans("deliveries_dead_cluster"); len(got) != 1 || !strings.Contains(got[0], "(endpoint_id = e.id)") || strings.Contains(scans, "Seq Scan") {
+			t.Errorf("EndpointDeadCounts (%s): the queue read by %s, want one range of deliveries_dead_cluster an endpoint", mode, scans)
 		}
 	}
 
@@ -628,9 +650,9 @@ func TestBacklogSummariesPlan(t *testing.T) {
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		plan := explain(t, pool, stmt, mode)
 		scans := strings.Join(plan.scansOf("deliveries_queue"), ", ")
-		due, dead := plan.indexScans("deliveries_due"), plan.indexScans("deliveries_dead_endpoint")
+		due, dead := plan.indexScans("deliveries_due"), plan.indexScans("deliveries_dead_cluster")
 		if len(due) != 1 || len(dead) != 1 || !strings.Contains(due[0], "(endpoint_id = e.id)") || !strings.Contains(dead[0], "(endpoint_id = e.id)") || strings.Contains(scans, "Seq Scan") {
-			t.Errorf("PortalEndpointCounts (%s): the queue read by %s, want one range of deliveries_due and one of deliveries_dead_endpoint an endpoint", mode, scans)
+			t.Errorf("PortalEndpointCounts (%s): the queue read by %s, want one range of deliveries_due and one of deliveries_dead_cluster an endpoint", mode, scans)
 		}
 	}
 }
@@ -677,6 +699,41 @@ func TestEventPageLookupPlan(t *testing.T) {
 			if !byID {
 				t.Errorf("%s (%s): events_default read by %s, want lookups by id from an array", name, mode, strings.Join(plan.scansOf("events_default"), ", "))
 			}
+		}
+	}
+}
+
+// TestDeadLetterClustersPlan: the dead-letter page's clusters cost the
+// same however many dead letters they hold: counted from the tallies
+// (migration 00027), each cluster reads at most 1,002 of its dead letters
+// (its first, its last and its newest 1,000 for the primary error, ranges
+// of deliveries_dead_cluster) and no event. Grouping every dead letter
+// with its event's payload, as the page did before, read all 12,000 here
+// and each one's event (3.5-4.5 s for 300,000).
+func TestDeadLetterClustersPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	seedDeliveries(t, pool, 2, 6000, seed{status: "dead"})
+	if _, err := pool.Exec(ctx, `UPDATE deliveries SET dead_at = now() - (id % 20) * interval '1 hour', attempt_count = 5,
+		last_error_class = 'http_5xx', last_status_code = 500, last_error = 'HTTP 500';
+		ANALYZE deliveries_queue`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.New(pool).DeadLetterTallyFold(ctx, 100_000); err != nil || n == 0 {
+		t.Fatalf("fold: %d, %v", n, err)
+	}
+	var stmt captured
+	if _, err := db.New(&stmt).DeadLetterClusters(ctx, time.Now().Add(-24*time.Hour).Truncate(time.Hour)); !errors.Is(err, errCaptured) {
+		t.Fatalf("want the statement captured, got %v", err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explainWith(t, pool, stmt, mode, "ANALYZE, FORMAT JSON")
+		scans := strings.Join(plan.scansOf("deliveries_queue"), ", ")
+		if rows := plan.rowsFrom("deliveries_queue"); rows > 2*1002 || strings.Contains(scans, "Seq Scan") || len(plan.indexScans("deliveries_dead_cluster")) == 0 {
+			t.Errorf("DeadLetterClusters (%s): %.0f dead letters read by %s; want at most 1,002 a cluster, by deliveries_dead_cluster", mode, rows, scans)
+		}
+		if got := plan.relationsLike("events"); len(got) != 0 {
+			t.Errorf("DeadLetterClusters (%s): reads %v; want no event read", mode, got)
 		}
 	}
 }

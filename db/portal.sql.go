@@ -361,7 +361,7 @@ type PortalEndpointCountsRow struct {
 // Queued and dead deliveries per endpoint of the partner, each counted up
 // to @count_cap an endpoint, as EndpointQueueDepths and EndpointDeadCounts
 // count them for the dashboard: one range of deliveries_due and one of
-// deliveries_dead_endpoint each, whatever the partner's backlog.
+// deliveries_dead_cluster each, whatever the partner's backlog.
 func (q *Queries) PortalEndpointCounts(ctx context.Context, arg PortalEndpointCountsParams) ([]PortalEndpointCountsRow, error) {
 	rows, err := q.db.Query(ctx, portalEndpointCounts, arg.CountCap, arg.PartnerID)
 	if err != nil {

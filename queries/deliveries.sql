@@ -125,7 +125,7 @@ FROM endpoints e;
 -- name: EndpointDeadCounts :many
 -- Dead letters per endpoint (of one partner's, when @partner_id is given),
 -- counted up to @count_cap an endpoint: one range of
--- deliveries_dead_endpoint each (migration 00025). Dead letters are kept
+-- deliveries_dead_cluster each (migrations 00025, 00026). Dead letters are kept
 -- for good; counted all at once they made the page's cost grow with them.
 SELECT e.id AS endpoint_id,
        (SELECT count(*) FROM (SELECT 1 FROM deliveries d

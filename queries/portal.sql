@@ -27,7 +27,7 @@ WHERE e.id = @id AND e.partner_id = @partner_id;
 -- Queued and dead deliveries per endpoint of the partner, each counted up
 -- to @count_cap an endpoint, as EndpointQueueDepths and EndpointDeadCounts
 -- count them for the dashboard: one range of deliveries_due and one of
--- deliveries_dead_endpoint each, whatever the partner's backlog.
+-- deliveries_dead_cluster each, whatever the partner's backlog.
 SELECT e.id AS endpoint_id,
        ((SELECT count(*) FROM (SELECT 1 FROM deliveries d
                                 WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')

@@ -18,7 +18,7 @@ func (s *Server) apiDeadLetterClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"hours": hours, "clusters": clusters})
+	return c.JSON(http.StatusOK, map[string]any{"hours": hours, "since": clusterSince(s.now(), hours), "clusters": clusters})
 }
 
 // apiReplay: POST /api/v1/dead-letters/replay — {delivery_ids} | {cluster} |

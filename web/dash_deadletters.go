@@ -30,7 +30,7 @@ func (s *Server) deadLettersPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := deadletters.PageData{Hours: hours, EndpointID: only, Now: s.now(), CanOperate: principalOf(c).can(account.RoleOperator), CSRF: principalOf(c).CSRF}
+	p := deadletters.PageData{Hours: hours, Since: clusterSince(s.now(), hours), EndpointID: only, Now: s.now(), CanOperate: principalOf(c).can(account.RoleOperator), CSRF: principalOf(c).CSRF}
 	seen := map[int64]bool{}
 	for _, cl := range clusters {
 		if only != 0 && cl.EndpointID != only {
@@ -65,7 +65,7 @@ func (s *Server) deadLetterCluster(c echo.Context) error {
 	}
 	rows, err := s.q.DeadLetterList(c.Request().Context(), db.DeadLetterListParams{
 		EndpointID: k.EndpointID, ErrorClass: k.ErrorClass, StatusCode: k.StatusCode,
-		Since: s.now().Add(-time.Duration(hours) * time.Hour), RowLimit: 100})
+		Since: clusterSince(s.now(), hours), RowLimit: 100})
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (s *Server) withClusterCount(ctx context.Context, p *deadletters.Progress, 
 	}
 	n, err := s.q.DeadLetterClusterCount(ctx, db.DeadLetterClusterCountParams{
 		EndpointID: k.EndpointID, ErrorClass: k.ErrorClass, StatusCode: k.StatusCode,
-		Since: s.now().Add(-time.Duration(hours) * time.Hour)})
+		Since: clusterSince(s.now(), hours)})
 	if err != nil {
 		return err
 	}

@@ -67,8 +67,17 @@ func parseClusterKey(s string) (clusterKey, bool) {
 // maxClusterHours bounds the clusters window (the dead letters kept).
 const maxClusterHours = 24 * 90
 
+// clusterSince is where a window of the last hours starts for the
+// clusters: at the start of its first UTC hour, as the tallies count
+// (migration 00027), so "the last 24 hours" holds 24 to 25 hours of dead
+// letters. The page, a cluster's list and count, and a cluster replay all
+// start there, so a replay takes exactly the dead letters counted.
+func clusterSince(now time.Time, hours int) time.Time {
+	return now.Add(-time.Duration(hours) * time.Hour).Truncate(time.Hour)
+}
+
 func (s *Server) deadLetterClusters(ctx context.Context, hours int) ([]cluster, error) {
-	rows, err := s.q.DeadLetterClusters(ctx, s.now().Add(-time.Duration(hours)*time.Hour))
+	rows, err := s.q.DeadLetterClusters(ctx, clusterSince(s.now(), hours))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +164,7 @@ func (s *Server) replay(ctx context.Context, sel replaySelector, actor string) (
 		if hours == 0 {
 			hours = 24
 		}
-		since = s.now().Add(-time.Duration(hours) * time.Hour)
+		since = clusterSince(s.now(), hours)
 	}
 	add := func(id int64, at *time.Time) {
 		res.IDs = append(res.IDs, id)

@@ -123,6 +123,9 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			if err := w.flushLatency(ctx); err != nil && ctx.Err() == nil {
 				w.log.Error("flush latency histograms", "err", err)
 			}
+			if err := w.foldDeadLetterTallies(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("fold dead-letter tallies", "err", err)
+			}
 		}
 		if now.Sub(lastRefresh) >= refreshEvery {
 			lastRefresh = now

@@ -151,3 +151,29 @@ func TestBlockedDestinationIsNeverDialled(t *testing.T) {
 		t.Fatal("the blocked receiver was reached")
 	}
 }
+
+// TestDeadLettersAreTallied: deliveries that die are counted into the
+// dead-letter tallies the dead-letter page reads (migration 00027), and
+// the maintenance loop folds their changes in: the tallies then hold every
+// dead letter, its attempts and its event's payout, with no change left.
+func TestDeadLettersAreTallied(t *testing.T) {
+	e := newEnv(t)
+	bad := newReceiver(t)
+	bad.setHandler(respond(http.StatusBadRequest))
+	e.endpoint(endpointOpts{url: bad.URL})
+	e.events(3, "order.created", `{"payout": "2.50", "currency": "EUR"}`)
+	e.run(e.worker(nil))
+	e.waitFor("three dead", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'") == 3 })
+	e.waitFor("the tallies folded", func() bool { return e.count("SELECT count(*) FROM dead_letter_tally_changes") == 0 })
+	var dead, attempts, payouts int64
+	var payout float64
+	var class, currency string
+	if err := e.pool.QueryRow(context.Background(), `SELECT sum(dead)::bigint, sum(attempts)::bigint, sum(payouts)::bigint, sum(payout)::float8,
+		min(error_class), min(currency) FROM dead_letter_tallies`).Scan(&dead, &attempts, &payouts, &payout, &class, &currency); err != nil {
+		t.Fatal(err)
+	}
+	if dead != 3 || attempts != 3 || payouts != 3 || payout != 7.5 || class != "http_status" || currency != "EUR" {
+		t.Fatalf("tallies: %d dead, %d attempts, %d payouts summing %v, class %q, currency %q; want 3, 3, 3 summing 7.5, http_status, EUR",
+			dead, attempts, payouts, payout, class, currency)
+	}
+}

@@ -14,7 +14,10 @@ import (
 
 // PageData is /dead-letters.
 type PageData struct {
-	Hours      int
+	Hours int
+	// Since is where the window starts: the start of its first UTC hour,
+	// as dead letters are counted by the hour.
+	Since      time.Time
 	EndpointID int64 // 0: all endpoints
 	Clusters   []Cluster
 	Endpoints  []Option // endpoints with dead letters, for the "since" form

@@ -378,7 +378,7 @@ func benchFilter(i int) string {
 
 // seed creates the partner and endpoints (all subscribed to every type).
 func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *receiver, o Options) error {
-	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms, dead_letter_tallies, dead_letter_tally_changes RESTART IDENTITY CASCADE"); err != nil {
 		return err
 	}
 	q := db.New(pool)
@@ -549,7 +549,7 @@ func warmUp(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.Gua
 }
 
 func reset(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, "TRUNCATE events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE events, deliveries, delivery_attempts, latency_histograms, dead_letter_tallies, dead_letter_tally_changes RESTART IDENTITY CASCADE"); err != nil {
 		return err
 	}
 	_, err := pool.Exec(ctx, "UPDATE endpoint_health SET state = 'closed', consecutive_failures = 0")

@@ -90,7 +90,7 @@ func processes(ctx context.Context, bdb benchDB, o Options, inProcess Phase, out
 		return d, errors.New("the deployed topology needs the hookline executable (Options.Executable)")
 	}
 	pool := bdb.pool
-	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms RESTART IDENTITY CASCADE"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms, dead_letter_tallies, dead_letter_tally_changes RESTART IDENTITY CASCADE"); err != nil {
 		return d, err
 	}
 	dir, err := os.MkdirTemp("", "hlprocs")

@@ -1,0 +1,33 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// tallyChangesPerFold bounds one fold's transaction.
+const tallyChangesPerFold = 50_000
+
+// foldDeadLetterTallies folds the dead-letter tally changes (written by
+// triggers as deliveries die and are replayed, migration 00027) into the
+// tallies the dead-letter page reads, and drops tallies left empty. The
+// page adds the changes not folded yet, so folding only keeps its read
+// short.
+func (w *Worker) foldDeadLetterTallies(ctx context.Context) error {
+	for {
+		var n int64
+		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			q := w.q.WithTx(tx)
+			var err error
+			if n, err = q.DeadLetterTallyFold(ctx, tallyChangesPerFold); err != nil || n == 0 {
+				return err
+			}
+			_, err = q.DeadLetterTallyPrune(ctx)
+			return err
+		})
+		if err != nil || n < tallyChangesPerFold {
+			return err
+		}
+	}
+}
