@@ -61,9 +61,8 @@ type DeadLetterClusterKeysRow struct {
 
 // The clusters (endpoint × error class × status code) with a dead letter
 // since @since, for the alert watch: only one of them can be a cluster it
-// has not announced yet, and only then does it read whole clusters
-// (DeadLetterClusters, seconds with hundreds of thousands of dead letters
-// in its hour). A range of deliveries_dead.
+// has not announced yet, and only then does it read the clusters' figures
+// (DeadLetterClusters). A range of deliveries_dead.
 func (q *Queries) DeadLetterClusterKeys(ctx context.Context, since time.Time) ([]DeadLetterClusterKeysRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterClusterKeys, since)
 	if err != nil {

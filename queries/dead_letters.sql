@@ -108,9 +108,8 @@ DELETE FROM dead_letter_tallies WHERE dead = 0;
 -- name: DeadLetterClusterKeys :many
 -- The clusters (endpoint × error class × status code) with a dead letter
 -- since @since, for the alert watch: only one of them can be a cluster it
--- has not announced yet, and only then does it read whole clusters
--- (DeadLetterClusters, seconds with hundreds of thousands of dead letters
--- in its hour). A range of deliveries_dead.
+-- has not announced yet, and only then does it read the clusters' figures
+-- (DeadLetterClusters). A range of deliveries_dead.
 SELECT DISTINCT d.endpoint_id, coalesce(d.last_error_class, '')::text AS error_class,
        coalesce(d.last_status_code, 0)::int AS status_code
 FROM deliveries d

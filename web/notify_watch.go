@@ -52,8 +52,8 @@ var alertKinds = []string{"dead_letters_rising", "oldest_pending", "slow_endpoin
 // watchAlertsOnce is one look of the watch. A cluster can be new only if
 // it has a dead letter since this replica's previous look that held the
 // lock (less clusterKeysOverlap; at most newClusterWindow back), so the
-// watch reads whole clusters, seconds with hundreds of thousands of dead
-// letters in the hour, only when one of those is unannounced.
+// watch reads the clusters' figures only when one of those is
+// unannounced.
 func (s *Server) watchAlertsOnce(ctx context.Context) error {
 	st, err := s.pipelineStats(ctx)
 	if err != nil {
