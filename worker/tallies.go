@@ -6,8 +6,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// tallyChangesPerFold bounds one fold's transaction.
-const tallyChangesPerFold = 50_000
+// tallyChangesPerFold bounds one fold's transaction, and foldsPerTick a
+// tick's folds, so a backlog of changes (a bulk replay's millions) is
+// folded over several ticks without holding up the maintenance loop's
+// probes and rescues.
+const (
+	tallyChangesPerFold = 50_000
+	foldsPerTick        = 4
+)
 
 // foldDeadLetterTallies folds the dead-letter tally changes (written by
 // triggers as deliveries die and are replayed, migration 00027) into the
@@ -15,7 +21,7 @@ const tallyChangesPerFold = 50_000
 // page adds the changes not folded yet, so folding only keeps its read
 // short.
 func (w *Worker) foldDeadLetterTallies(ctx context.Context) error {
-	for {
+	for range foldsPerTick {
 		var n int64
 		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 			q := w.q.WithTx(tx)
@@ -30,4 +36,5 @@ func (w *Worker) foldDeadLetterTallies(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
 }
