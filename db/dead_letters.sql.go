@@ -115,6 +115,8 @@ WITH tally AS (
 )
 SELECT t.endpoint_id, t.endpoint_name, t.partner_name, t.enabled, t.disabled_reason,
        t.max_attempts, t.error_class, t.status_code, t.dead_count,
+       -- Two ends of the cluster's range of deliveries_dead_cluster (as
+       -- min() and max() in one LATERAL the planner read the whole range).
        coalesce((SELECT d.dead_at FROM deliveries d
                  WHERE d.status = 'dead' AND d.endpoint_id = t.endpoint_id
                    AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
@@ -125,25 +127,25 @@ SELECT t.endpoint_id, t.endpoint_name, t.partner_name, t.enabled, t.disabled_rea
                    AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
                    AND d.dead_at >= $1::timestamptz
                  ORDER BY d.dead_at DESC LIMIT 1), $1::timestamptz)::timestamptz AS last_dead_at,
-       ((SELECT sum(cu.attempts) FROM currencies cu
-         WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code)
-        / t.dead_count)::float8 AS avg_attempts,
+       (cu.attempts / t.dead_count)::float8 AS avg_attempts,
        coalesce((SELECT mode() WITHIN GROUP (ORDER BY n.last_error)
                  FROM (SELECT coalesce(d.last_error, '') AS last_error FROM deliveries d
                        WHERE d.status = 'dead' AND d.endpoint_id = t.endpoint_id
                          AND coalesce(d.last_error_class, '') = t.error_class AND coalesce(d.last_status_code, 0) = t.status_code
                          AND d.dead_at >= $1::timestamptz
                        ORDER BY d.dead_at DESC LIMIT 1000) n), '')::text AS primary_error,
-       coalesce((SELECT sum(cu.payout) FROM currencies cu
-                 WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code), 0)::float8 AS payout_at_risk,
-       coalesce((SELECT array_agg(cu.currency ORDER BY cu.currency) FROM currencies cu
-                 WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code
-                   AND cu.currency <> '' AND cu.payouts > 0), '{}')::text[] AS payout_currencies,
-       EXISTS (SELECT 1 FROM currencies cu
-               WHERE cu.endpoint_id = t.endpoint_id AND cu.error_class = t.error_class AND cu.status_code = t.status_code
-                 AND cu.currency = '' AND cu.payouts > 0)::bool AS payout_unlabelled,
+       cu.payout::float8 AS payout_at_risk,
+       cu.currencies::text[] AS payout_currencies,
+       cu.unlabelled::bool AS payout_unlabelled,
        t.hours_with_dead, t.max_in_one_hour
 FROM top t
+CROSS JOIN LATERAL (
+    SELECT sum(c.attempts) AS attempts, coalesce(sum(c.payout), 0) AS payout,
+           coalesce(array_agg(c.currency ORDER BY c.currency) FILTER (WHERE c.currency <> '' AND c.payouts > 0), '{}') AS currencies,
+           coalesce(bool_or(c.currency = '' AND c.payouts > 0), false) AS unlabelled
+    FROM currencies c
+    WHERE c.endpoint_id = t.endpoint_id AND c.error_class = t.error_class AND c.status_code = t.status_code
+) cu
 ORDER BY t.dead_count DESC, t.endpoint_id, t.error_class, t.status_code
 `
 
