@@ -35,17 +35,8 @@ CREATE INDEX dead_letter_tallies_gone ON dead_letter_tallies (hour) WHERE dead =
 -- dead letters (the workers' completions, replays) never wait on one
 -- another for a tally row or deadlock over two; a worker folds them in
 -- every few seconds (DeadLetterTallyFold), and readers add what is left.
-CREATE TABLE dead_letter_tally_changes (
-    endpoint_id bigint      NOT NULL,
-    error_class text        NOT NULL,
-    status_code int         NOT NULL,
-    hour        timestamptz NOT NULL,
-    currency    text        NOT NULL,
-    dead        bigint      NOT NULL,
-    attempts    bigint      NOT NULL,
-    payouts     bigint      NOT NULL,
-    payout      numeric     NOT NULL
-);
+-- The tallies' columns, without their key (many changes share one).
+CREATE TABLE dead_letter_tally_changes (LIKE dead_letter_tallies);
 
 -- The payout of an event as the clusters count it: its currency key, 1 and
 -- the amount when its top-level "payout" is a number or a numeric string
