@@ -67,7 +67,13 @@ func runCLI(env map[string]string, args ...string) (string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out bytes.Buffer
-	err := run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &out, io.Discard)
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != "HOOKLINE_METRICS_ADDR" {
+			return v
+		}
+		return "off" // tests run side by side: no fixed metrics port
+	}
+	err := run(ctx, args, getenv, strings.NewReader(""), &out, io.Discard)
 	return out.String(), err
 }
 

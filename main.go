@@ -50,6 +50,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookline/hookline/db"
@@ -441,6 +442,12 @@ type config struct {
 	PortalLinkTTL time.Duration
 	PortalTitle   string
 	PublicURL     string
+	// The edge: MetricsAddr serves /metrics on an address of its own
+	// ("off": not at all); MetricsToken lets the public listener answer a
+	// scrape that carries it; MaxConnections caps open connections.
+	MetricsAddr    string
+	MetricsToken   string
+	MaxConnections int
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -460,6 +467,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		SearchKeys:    web.DefaultSearchKeys(),
 		PortalLinkTTL: time.Hour,
 		PortalTitle:   strings.TrimSpace(getenv("HOOKLINE_PORTAL_TITLE")),
+		MetricsAddr:   envOr(getenv, "HOOKLINE_METRICS_ADDR", "127.0.0.1:9464"),
+		MetricsToken:  strings.TrimSpace(getenv("HOOKLINE_METRICS_TOKEN")),
 	}
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
@@ -535,6 +544,21 @@ func loadConfig(getenv func(string) string) (config, error) {
 			continue
 		}
 		*d.dst = parsed
+	}
+	if c.MetricsAddr != "off" {
+		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("HOOKLINE_METRICS_ADDR %q: want host:port such as 127.0.0.1:9464, or off", c.MetricsAddr))
+		}
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		errs = append(errs, errors.New("HOOKLINE_METRICS_TOKEN: want at least 16 characters (generate one with: openssl rand -hex 16)"))
+	}
+	if v := getenv("HOOKLINE_MAX_CONNECTIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 16 || n > 1000000 {
+			errs = append(errs, fmt.Errorf("HOOKLINE_MAX_CONNECTIONS %q: want a number between 16 and 1000000", v))
+		}
+		c.MaxConnections = n
 	}
 	if v := getenv("HOOKLINE_WORKER_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -785,13 +809,20 @@ func listen(addr string) (net.Listener, error) {
 // serve runs the web server and/or the worker until ctx ends (SIGINT or
 // SIGTERM), then shuts both down within the grace period.
 func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker bool) error {
-	var ln net.Listener
+	var ln, metricsLn net.Listener
 	if runWeb {
 		var err error
 		if ln, err = listen(cfg.Addr); err != nil {
 			return err
 		}
 		defer ln.Close()
+	}
+	if cfg.MetricsAddr != "off" {
+		var err error
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("listen on %s (HOOKLINE_METRICS_ADDR; off to serve no metrics listener): %w", cfg.MetricsAddr, err)
+		}
+		defer metricsLn.Close()
 	}
 	a, closeApp, err := openApp(ctx, cfg, log)
 	if err != nil {
@@ -816,6 +847,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 	g, gctx := errgroup.WithContext(ctx)
 	if w != nil {
 		g.Go(func() error { return w.Run(gctx) })
+	}
+	if metricsLn != nil {
+		serveMetrics(gctx, g, metricsLn, a.reg, log)
 	}
 	if srv != nil {
 		a.serveWeb(gctx, g, ln, srv)
@@ -884,6 +918,8 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		SessionKey:   a.cfg.SessionKey,
 		Guard:        a.guard,
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
+		Limits:       web.Limits{MaxConnections: a.cfg.MaxConnections},
+		MetricsToken: a.cfg.MetricsToken,
 		TrustProxy:   a.cfg.TrustProxy,
 		Version:      version,
 		Logger:       a.log,
@@ -897,11 +933,8 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 // serveWeb serves the dashboard and API on ln in g until ctx ends.
 func (a *app) serveWeb(ctx context.Context, g *errgroup.Group, ln net.Listener, srv *web.Server) {
 	a.log.Info("hookline listening", "addr", ln.Addr().String(), "dashboard", dashboardURL(ln.Addr()), "version", version)
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	hs := srv.HTTPServer()
+	ln = srv.LimitListener(ln)
 	g.Go(func() error {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -911,6 +944,27 @@ func (a *app) serveWeb(ctx context.Context, g *errgroup.Group, ln net.Listener, 
 	g.Go(func() error {
 		<-ctx.Done()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return hs.Shutdown(shutCtx)
+	})
+}
+
+// serveMetrics serves /metrics (and nothing else) on ln, the metrics
+// listener, until ctx ends.
+func serveMetrics(ctx context.Context, g *errgroup.Group, ln net.Listener, reg *prometheus.Registry, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Timeout: 10 * time.Second}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	g.Go(func() error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return hs.Shutdown(shutCtx)
 	})

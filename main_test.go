@@ -102,6 +102,19 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}},
 		{"public url: not a URL", map[string]string{"HOOKLINE_PUBLIC_URL": "hooks.test"}, `HOOKLINE_PUBLIC_URL "hooks.test"`, nil},
+		{"edge defaults", map[string]string{}, "", func(t *testing.T, c config) {
+			if c.MetricsAddr != "127.0.0.1:9464" || c.MetricsToken != "" || c.MaxConnections != 0 {
+				t.Errorf("metrics %q token %q max connections %d", c.MetricsAddr, c.MetricsToken, c.MaxConnections)
+			}
+		}},
+		{"edge settings", map[string]string{"HOOKLINE_METRICS_ADDR": "off", "HOOKLINE_METRICS_TOKEN": "0123456789abcdef", "HOOKLINE_MAX_CONNECTIONS": "5000"}, "", func(t *testing.T, c config) {
+			if c.MetricsAddr != "off" || c.MetricsToken != "0123456789abcdef" || c.MaxConnections != 5000 {
+				t.Errorf("metrics %q token %q max connections %d", c.MetricsAddr, c.MetricsToken, c.MaxConnections)
+			}
+		}},
+		{"metrics addr: no port", map[string]string{"HOOKLINE_METRICS_ADDR": "127.0.0.1"}, `HOOKLINE_METRICS_ADDR "127.0.0.1"`, nil},
+		{"metrics token: short", map[string]string{"HOOKLINE_METRICS_TOKEN": "short"}, "HOOKLINE_METRICS_TOKEN: want at least 16", nil},
+		{"max connections: too few", map[string]string{"HOOKLINE_MAX_CONNECTIONS": "3"}, `HOOKLINE_MAX_CONNECTIONS "3"`, nil},
 		{"search keys: empty name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click_id,,cid"}, "HOOKLINE_SEARCH_KEYS", nil},
 		{"search keys: bad name", map[string]string{"HOOKLINE_SEARCH_KEYS": "click id"}, `HOOKLINE_SEARCH_KEYS "click id": field name "click id"`, nil},
 		{"search keys: twice", map[string]string{"HOOKLINE_SEARCH_KEYS": "cid,cid"}, `field name "cid" given twice`, nil},

@@ -73,6 +73,14 @@ type process struct {
 func start(t *testing.T, env map[string]string, args ...string) *process {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	// Several processes run side by side: none opens a metrics listener,
+	// and metrics() scrapes the public one with the token.
+	if _, ok := env["HOOKLINE_METRICS_ADDR"]; !ok {
+		env["HOOKLINE_METRICS_ADDR"] = "off"
+	}
+	if _, ok := env["HOOKLINE_METRICS_TOKEN"]; !ok {
+		env["HOOKLINE_METRICS_TOKEN"] = testMetricsToken
+	}
 	p := &process{t: t, cancel: cancel, done: make(chan error, 1), env: env, addr: env["HOOKLINE_ADDR"]}
 	go func() {
 		p.done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, io.Discard)
@@ -303,14 +311,50 @@ func TestServeWakesItsWorkerInProcess(t *testing.T) {
 	}
 }
 
-// metrics is the text of GET /metrics.
+// testMetricsToken lets the tests' processes answer /metrics on their
+// public listener.
+const testMetricsToken = "metrics-token-of-the-tests"
+
+// metrics is the text of GET /metrics, with the tests' metrics token.
 func metrics(t *testing.T, addr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testMetricsToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestServeMetricsListener: /metrics is served on HOOKLINE_METRICS_ADDR,
+// and the public listener does not answer it anonymously.
+func TestServeMetricsListener(t *testing.T) {
+	env := serveEnv(t, dbtest.URL(t))
+	metricsAddr := freeAddr(t)
+	env["HOOKLINE_METRICS_ADDR"] = metricsAddr
+	env["HOOKLINE_METRICS_TOKEN"] = ""
+	p := start(t, env)
+	res, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("public /metrics: %d, want 404", res.StatusCode)
+	}
+	res, err = http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "hookline_worker_shards_owned") {
+		t.Fatalf("metrics listener: %d\n%.300s", res.StatusCode, body)
+	}
 }

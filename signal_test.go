@@ -38,6 +38,7 @@ func TestRepeatedSigtermStopsEmbeddedPostgres(t *testing.T) {
 				"TMPDIR=" + os.TempDir(),
 				"HOOKLINE_DATA_DIR=" + dir,
 				"HOOKLINE_ADDR=" + addr,
+				"HOOKLINE_METRICS_ADDR=off",
 			}
 			cmd.Stdout, cmd.Stderr = out, out
 			// Its own process group, as make's child is in make's.

@@ -324,7 +324,7 @@ func TestMetricsParse(t *testing.T) {
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
 	env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "a.b", "payload": map[string]any{}})
-	rec := env.do(http.MethodGet, "/metrics", nil, "Authorization", "")
+	rec := env.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer "+testMetricsToken)
 	mustStatus(t, rec, http.StatusOK)
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
@@ -359,7 +359,7 @@ func TestMetricsParse(t *testing.T) {
 		"UPDATE deliveries SET status = 'delivered', attempt_count = 1, delivered_at = now() - interval '1 hour'"); err != nil {
 		t.Fatal(err)
 	}
-	rec = env.do(http.MethodGet, "/metrics", nil, "Authorization", "")
+	rec = env.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer "+testMetricsToken)
 	families, err = parser.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestAPIStatsLargeBacklog(t *testing.T) {
 		t.Fatalf("analyzed: pending %d, awaiting retry %d, estimated %v; want 40, 3, [pending]", st.Pending, st.AwaitingRetry, st.CountsEstimated)
 	}
 
-	rec := env.do(http.MethodGet, "/metrics", nil, "Authorization", "")
+	rec := env.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer "+testMetricsToken)
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
 	if err != nil {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,24 +62,41 @@ func (s *Server) loginSubmit(c echo.Context) error {
 	}
 	ip := c.RealIP()
 	key := strings.ToLower(email)
-	if ok, wait := s.throttle.allowed(key, ip, s.now()); !ok {
+	// The attempt is taken before the password is checked and given back
+	// only when it was right, so parallel guesses are counted one by one.
+	attempt, wait := s.throttle.take(key, ip, s.now())
+	if attempt == nil {
 		c.Response().Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		form.Error = fmt.Sprintf("Too many failed attempts. Try again in %s.", humanWait(wait))
 		return s.renderLogin(c, http.StatusTooManyRequests, form)
 	}
 	u, err := s.q.UserGetByEmail(r.Context(), email)
-	switch {
-	case db.NoRows(err):
-		account.DummyCheck(password)
-	case err != nil:
+	if err != nil && !db.NoRows(err) {
+		attempt.GiveBack(s.now())
 		return err
 	}
-	if err != nil || u.DisabledAt != nil || !account.CheckPassword(u.PasswordHash, password) {
-		s.throttle.failed(key, ip, s.now())
+	known := err == nil
+	ok, err := s.throttle.evaluate(r.Context(), func() bool {
+		if !known {
+			account.DummyCheck(password) // unknown emails cost the same time
+			return false
+		}
+		return u.DisabledAt == nil && account.CheckPassword(u.PasswordHash, password)
+	})
+	if errors.Is(err, errEvaluationsBusy) {
+		c.Response().Header().Set("Retry-After", "5")
+		form.Error = "Too many sign-ins at once. Try again in a few seconds."
+		return s.renderLogin(c, http.StatusServiceUnavailable, form)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.log.Info("failed dashboard login", "remote_ip", ip)
 		form.Error = "Wrong email or password."
 		return s.renderLogin(c, http.StatusUnauthorized, form)
 	}
+	attempt.GiveBack(s.now())
 	if err := s.startSession(c, u); err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ type testEnv struct {
 	key  string
 }
 
+// testMetricsToken lets tests scrape /metrics on the test server.
+const testMetricsToken = "metrics-token-of-the-tests"
+
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
 func newEnv(t testing.TB, mods ...func(*Config)) *testEnv {
@@ -48,6 +51,10 @@ func newEnvWithPool(t testing.TB, pool *pgxpool.Pool, mods ...func(*Config)) *te
 		Guard:        ssrf.New(nil),
 		MaxBodyBytes: 64 << 10,
 		Version:      "test",
+		// Portal links are made only with a public URL; tests follow them
+		// by path.
+		Portal:       PortalConfig{PublicURL: "http://hookline.test"},
+		MetricsToken: testMetricsToken,
 	}
 	for _, m := range mods {
 		m(&cfg)

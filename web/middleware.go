@@ -47,19 +47,30 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// rejectUnstorableText refuses, with a 422 naming the field, any query or
-// form value PostgreSQL's text would refuse (NUL, bytes that are not
-// UTF-8): checked once here for every route, dashboard forms included,
-// rather than in each handler. JSON bodies are checked as they are decoded.
-func (s *Server) rejectUnstorableText(next echo.HandlerFunc) echo.HandlerFunc {
+// rejectUnstorableQuery refuses, with a 422 naming the field, any query
+// value PostgreSQL's text would refuse (NUL, bytes that are not UTF-8):
+// checked once here for every route rather than in each handler. Query
+// strings cost nothing to read; bodies are left to parseForm.
+func (s *Server) rejectUnstorableQuery(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := checkValues(c.QueryParams()); err != nil {
 			return err
 		}
+		return next(c)
+	}
+}
+
+// parseForm parses a form body and refuses values PostgreSQL's text would
+// refuse, with a 422 naming the field. It runs only on the routes that take
+// forms, after their session check (the sign-in forms: on their route
+// line), so nobody unknown gets a body parsed; a body past the family's
+// limit is a 413, one that stops arriving a 408.
+func (s *Server) parseForm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
 		if isFormRequest(c.Request()) {
 			form, err := c.FormParams()
 			if err != nil {
-				return badRequest("malformed form data")
+				return s.bodyError(c.Request(), err)
 			}
 			if err := checkValues(form); err != nil {
 				return err
@@ -74,7 +85,7 @@ func isFormRequest(r *http.Request) bool {
 		return false
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-	return ct == echo.MIMEApplicationForm || ct == echo.MIMEMultipartForm
+	return ct == echo.MIMEApplicationForm
 }
 
 func checkValues(values url.Values) error {

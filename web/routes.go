@@ -13,16 +13,22 @@ import (
 // routes is hookline's one route table. Each group says who may call it.
 func (s *Server) routes() {
 	e := s.e
+	// The edge (security headers, body limits, deadlines) comes before
+	// routing; forms are parsed only by the groups and routes that take
+	// them, after their session check.
+	e.Pre(s.edge)
 	e.Use(middleware.RequestID())
 	e.Use(s.recoverPanics)
 	e.Use(s.logRequests)
-	e.Use(s.rejectUnstorableText)
+	e.Use(s.rejectUnstorableQuery)
 
 	// Probes: no authentication, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/api/openapi.json", s.openAPI)
-	e.GET("/metrics", s.metricsHandler())
+	// Metrics name endpoints and their breakers: only with the metrics
+	// token here; anonymous scrapes go to HOOKLINE_METRICS_ADDR.
+	e.GET("/metrics", s.metricsOnPublic())
 
 	// JSON API: Authorization: Bearer <api key>.
 	api := e.Group("/api/v1", s.requireAPIKey)
@@ -68,7 +74,7 @@ func (s *Server) routes() {
 
 	// Sign in and out. The login form has its own double-submit CSRF token.
 	e.GET("/login", s.loginPage)
-	e.POST("/login", s.loginSubmit)
+	e.POST("/login", s.loginSubmit, s.parseForm)
 
 	// Partner portal: a single-use link signs one partner in, with a cookie
 	// of its own (path /portal) that no dashboard route reads; every page
@@ -78,8 +84,8 @@ func (s *Server) routes() {
 	// previewer's GET does not.
 	e.GET("/portal/signin", s.portalSignInPage)
 	e.GET("/portal/links/:token", s.portalSignInPage)
-	e.POST("/portal/signin", s.portalSignIn)
-	pt := e.Group(portalPath, middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requirePortal, s.requirePortalCSRF)
+	e.POST("/portal/signin", s.portalSignIn, s.parseForm)
+	pt := e.Group(portalPath, middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requirePortal, s.parseForm, s.requirePortalCSRF)
 	pt.GET("", s.portalHome)
 	pt.GET("/", s.portalHome)
 	pt.POST("/signout", s.portalSignOut)
@@ -113,7 +119,7 @@ func (s *Server) routes() {
 	// Pages compress well (the endpoints table is mostly repeated SVG
 	// markup: 3.7 MB for 1,000 endpoints, ~10 times less gzipped); level 1
 	// keeps the cost to a few milliseconds.
-	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.requireCSRF)
+	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.parseForm, s.requireCSRF)
 	operator := requireRole(account.RoleOperator)
 	d.POST("/logout", s.logout)
 

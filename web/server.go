@@ -5,10 +5,12 @@
 package web
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +38,15 @@ type Config struct {
 	SessionKey   []byte // authenticates and encrypts session cookies
 	Guard        *ssrf.Guard
 	MaxBodyBytes int64
-	TrustProxy   bool // honour X-Forwarded-Proto/-For from a reverse proxy
+	// Limits are the edge's body limits and deadlines (DefaultLimits for
+	// zero fields); MaxBodyBytes, when set, is the API's body limit.
+	Limits     Limits
+	TrustProxy bool // honour X-Forwarded-Proto/-For from a reverse proxy
+	// MetricsToken, when set, lets /metrics on the public listener answer
+	// a scrape with "Authorization: Bearer <token>". Without it the public
+	// listener does not serve /metrics at all: MetricsHandler serves it on
+	// its own address.
+	MetricsToken string
 	Version      string
 	Logger       *slog.Logger
 	Now          func() time.Time // injected clock; time.Now when nil
@@ -82,6 +92,7 @@ type Server struct {
 	filters  filter.Cache // compiled endpoint payload filters, by text
 	sessions *sessions.CookieStore
 	throttle *loginThrottle
+	limits   Limits
 	send     *sender.Sender
 	// watchedAt is when this replica's alert watch last held the lock
 	// and finished (UnixNano; 0 before): see watchAlertsOnce.
@@ -107,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 262144
 	}
+	if cfg.Limits.IngestBodyBytes <= 0 {
+		cfg.Limits.IngestBodyBytes = cfg.MaxBodyBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 	}
+	s.limits = cfg.Limits.withDefaults()
 	s.sessions = newCookieStore(cfg.SessionKey)
 	s.throttle = newLoginThrottle()
 	var err error
@@ -156,8 +171,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 // Routes lists the registered routes (method and path pattern).
 func (s *Server) Routes() []*echo.Route { return s.e.Routes() }
 
-// metricsHandler serves /metrics in the Prometheus text format.
-func (s *Server) metricsHandler() echo.HandlerFunc {
-	h := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{ErrorLog: nil, Timeout: 10 * time.Second})
-	return echo.WrapHandler(h)
+// MetricsHandler serves /metrics in the Prometheus text format, for a
+// listener of its own (HOOKLINE_METRICS_ADDR): the public listener never
+// answers it anonymously, because it names endpoints and their breakers.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{ErrorLog: nil, Timeout: 10 * time.Second})
+}
+
+// metricsOnPublic serves /metrics on the public listener only to a scrape
+// that carries the metrics token; without a token configured the route is
+// a 404, as if it were not there.
+func (s *Server) metricsOnPublic() echo.HandlerFunc {
+	h := echo.WrapHandler(s.MetricsHandler())
+	return func(c echo.Context) error {
+		want := s.cfg.MetricsToken
+		if want == "" {
+			return echo.ErrNotFound
+		}
+		scheme, got, ok := strings.Cut(c.Request().Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) != 1 {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookline metrics"`)
+			return &apiError{http.StatusUnauthorized, "unauthorized", "/metrics needs Authorization: Bearer <HOOKLINE_METRICS_TOKEN>", ""}
+		}
+		return h(c)
+	}
 }

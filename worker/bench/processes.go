@@ -294,6 +294,8 @@ func processEnv(dsn, addr, dir string, o Options, batch, payloadBytes int) ([]st
 		"HOOKLINE_SECRET_KEY=" + keys[0],
 		"HOOKLINE_SESSION_KEY=" + keys[1],
 		"HOOKLINE_ADDR=" + addr,
+		// Web and worker run side by side: neither opens a metrics listener.
+		"HOOKLINE_METRICS_ADDR=off",
 		// The SSRF guard refuses loopback unless allowed: the receiver is there.
 		"HOOKLINE_ALLOW_NETWORKS=127.0.0.0/8",
 		"HOOKLINE_WORKER_CONCURRENCY=" + strconv.Itoa(o.Concurrency),
