@@ -17,7 +17,7 @@ func (s *Server) apiPortalLinkCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	u, exp, err := s.portalLink(c.Request().Context(), id, s.publicBase(c), apiKeyOf(c).actor())
+	u, exp, err := s.portalLink(c.Request().Context(), id, apiKeyOf(c).actor())
 	if err != nil {
 		return err
 	}

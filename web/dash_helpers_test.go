@@ -26,9 +26,15 @@ type browser struct {
 	csrf   string
 }
 
+// server serves the env on a loopback port; portal links start with its
+// address, as they would with HOOKLINE_PUBLIC_URL set to it (unless the
+// test set another).
 func (e *testEnv) server() string {
 	ts := httptest.NewServer(e.srv)
 	e.t.Cleanup(ts.Close)
+	if e.srv.cfg.Portal.PublicURL == "http://hookline.test" {
+		e.srv.cfg.Portal.PublicURL = ts.URL
+	}
 	return ts.URL
 }
 

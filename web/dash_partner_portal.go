@@ -66,7 +66,7 @@ func (s *Server) partnerPortalLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	u, exp, err := s.portalLink(c.Request().Context(), p.ID, s.publicBase(c), principalOf(c).actor())
+	u, exp, err := s.portalLink(c.Request().Context(), p.ID, principalOf(c).actor())
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -38,8 +40,8 @@ type PortalConfig struct {
 	LinkTTL time.Duration
 	// Title is the product name the portal shows ("" = "Delivery portal").
 	Title string
-	// PublicURL is the scheme and host links start with; "" uses the
-	// address the link API was called at.
+	// PublicURL is the scheme and host links start with; without it no
+	// link is made (HOOKLINE_PUBLIC_URL).
 	PublicURL string
 }
 
@@ -88,7 +90,33 @@ func (s *Server) portalSignInPage(c echo.Context) error {
 	if !usable || err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, portal.SignIn(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Sign in"}, token))
+	// A double-submit token, as the dashboard's login form has: the form
+	// posts it and a cookie of this browser holds it, so another site
+	// cannot post someone else's link into this browser (a login CSRF into
+	// a portal the attacker controls).
+	csrf := account.RandomToken(24)
+	sess := sessions.NewSession(s.sessions, portalSignInCookie)
+	sess.Values["t"] = csrf
+	sess.Options = s.portalCookieOptions(c.Request(), 600)
+	if err := sess.Save(c.Request(), c.Response()); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, portal.SignIn(portal.Meta{Product: s.portalTitle(), Version: s.cfg.Version, Title: "Sign in"}, token, csrf))
+}
+
+// portalSignInCookie holds the sign-in page's double-submit token.
+const portalSignInCookie = "hookline_portal_signin"
+
+// portalSignInCSRF reports whether the sign-in POST carries the token of
+// the page this browser was shown.
+func (s *Server) portalSignInCSRF(c echo.Context) bool {
+	sess, err := s.sessions.Get(c.Request(), portalSignInCookie)
+	if err != nil {
+		return false
+	}
+	want, _ := sess.Values["t"].(string)
+	got := c.FormValue(csrfField)
+	return want != "" && subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
 }
 
 // portalLinkRefusal answers the refusal page for a link that cannot sign
@@ -129,6 +157,18 @@ func (s *Server) portalSignIn(c echo.Context) error {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	ctx := c.Request().Context()
+	if !s.portalSignInCSRF(c) {
+		return s.portalLinkRefused(c, http.StatusForbidden,
+			"This sign-in form did not come from this browser's sign-in page. Open the sign-in link again.")
+	}
+	// Links are long random tokens, but guessing is throttled all the
+	// same, per address, as dashboard sign-ins are.
+	ip := c.RealIP()
+	attempt, wait := s.throttle.take("portal:"+ip, ip, s.now())
+	if attempt == nil {
+		h.Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+		return s.portalLinkRefused(c, http.StatusTooManyRequests, "Too many sign-in attempts from your address. Try again in "+humanWait(wait)+".")
+	}
 	if token == "" || len(token) > 200 {
 		_, err := s.portalLinkRefusal(c, "", true)
 		return err
@@ -139,8 +179,13 @@ func (s *Server) portalSignIn(c echo.Context) error {
 		return err
 	}
 	if err != nil {
+		attempt.GiveBack(s.now())
 		return err
 	}
+	attempt.GiveBack(s.now())
+	gone := sessions.NewSession(s.sessions, portalSignInCookie)
+	gone.Options = s.portalCookieOptions(c.Request(), -1)
+	_ = gone.Save(c.Request(), c.Response())
 	// A previous portal session in this browser ends: one cookie, one
 	// partner.
 	if old := s.portalCookieToken(c.Request()); old != "" {

@@ -40,7 +40,32 @@ func (b *browser) openPortalLink(link string) (*http.Response, *goquery.Document
 	}
 	action, _ := form.Attr("action")
 	token, _ := form.Find("input[name=token]").Attr("value")
-	return b.postForm(action, url.Values{"token": {token}})
+	csrf, _ := form.Find("input[name=csrf_token]").Attr("value")
+	return b.postForm(action, url.Values{"token": {token}, "csrf_token": {csrf}})
+}
+
+// signInPageBrowser is a browser that was shown a sign-in page (of a new
+// link of the partner), so its posts carry that page's CSRF cookie and
+// token: posting another token through it reaches the link checks.
+func (e *testEnv) signInPageBrowser(base string, partnerID int64) *postingBrowser {
+	e.t.Helper()
+	b := newBrowser(e.t, base)
+	_, doc := b.get(e.portalLink(partnerID))
+	csrf, ok := testid(doc, "portal-signin-form").Find("input[name=csrf_token]").Attr("value")
+	if !ok {
+		e.t.Fatal("the sign-in page has no csrf_token field")
+	}
+	return &postingBrowser{b, csrf}
+}
+
+type postingBrowser struct {
+	*browser
+	csrf string
+}
+
+func (b *postingBrowser) postForm(path string, form url.Values) (*http.Response, *goquery.Document) {
+	form.Set("csrf_token", b.csrf)
+	return b.browser.postForm(path, form)
 }
 
 // portalSignIn opens a sign-in link in a fresh browser and checks that it
@@ -74,14 +99,14 @@ func TestPortalLinkAPI(t *testing.T) {
 			URL       string    `json:"url"`
 			ExpiresAt time.Time `json:"expires_at"`
 		}](t, rec)
-		if !strings.HasPrefix(body.URL, "http://example.com/portal/signin?token=") || len(body.URL) < 60 {
+		if !strings.HasPrefix(body.URL, base+"/portal/signin?token=") || len(body.URL) < 60 {
 			t.Fatalf("url %q", body.URL)
 		}
 		if d := time.Until(body.ExpiresAt); d < 59*time.Minute || d > 61*time.Minute {
 			t.Fatalf("expires in %s, want 1 h", d)
 		}
 		var stored int
-		token := strings.TrimPrefix(body.URL, "http://example.com/portal/signin?token=")
+		token := strings.TrimPrefix(body.URL, base+"/portal/signin?token=")
 		if err := env.pool.QueryRow(t.Context(), "SELECT count(*) FROM portal_links WHERE token_hash = $1 OR token_hash = $2", token, hashSessionID(token)).Scan(&stored); err != nil || stored != 1 {
 			t.Fatalf("stored rows matching the hash: %d (%v)", stored, err)
 		}
@@ -91,6 +116,15 @@ func TestPortalLinkAPI(t *testing.T) {
 		}
 		if raw != 0 {
 			t.Fatal("the raw token is stored")
+		}
+	})
+	t.Run("no public URL: no link, and a clear 409 naming the setting", func(t *testing.T) {
+		env2 := newEnvWithPool(t, env.pool, func(c *Config) { c.Portal = PortalConfig{} })
+		// Whatever the Host header says, no link is built from it.
+		rec := env2.do(http.MethodPost, "/api/v1/partners/"+itoa64(pid)+"/portal-links", nil, "Host", "attacker.invalid")
+		body := mustError(t, rec, http.StatusConflict, "")
+		if !strings.Contains(body.Error.Message, "HOOKLINE_PUBLIC_URL") || strings.Contains(rec.Body.String(), "attacker.invalid") {
+			t.Fatalf("answer %s", rec.Body.String())
 		}
 	})
 	t.Run("configured lifetime and public URL", func(t *testing.T) {
@@ -136,7 +170,7 @@ func TestPortalLinkAPI(t *testing.T) {
 			if v, _ := form.Find("input[name=token]").Attr("value"); v != token {
 				t.Fatalf("the form posts token %q, want the link's", v)
 			}
-			if testid(doc, "portal-signin-continue").Length() != 1 || !strings.Contains(doc.Find("script").Text(), ".submit()") {
+			if _, auto := form.Attr("data-autosubmit"); testid(doc, "portal-signin-continue").Length() != 1 || !auto {
 				t.Fatal("no Continue button or no auto-submit")
 			}
 			if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
@@ -159,13 +193,36 @@ func TestPortalLinkAPI(t *testing.T) {
 		if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/portal/" || testid(doc, "portal-partner").Text() != "Acme" {
 			t.Fatalf("sign in after previews: %d at %s", res.StatusCode, res.Request.URL)
 		}
-		res, _ = newBrowser(t, base).postForm("/portal/signin", url.Values{"token": {token}})
+		res, _ = env.signInPageBrowser(base, pid).postForm("/portal/signin", url.Values{"token": {token}})
 		if res.StatusCode != http.StatusGone {
 			t.Fatalf("second POST: %d", res.StatusCode)
 		}
-		res, _ = newBrowser(t, base).postForm("/portal/signin", url.Values{"token": {"not-a-token"}})
+		res, _ = env.signInPageBrowser(base, pid).postForm("/portal/signin", url.Values{"token": {"not-a-token"}})
 		if res.StatusCode != http.StatusNotFound {
 			t.Fatalf("unknown token POST: %d", res.StatusCode)
+		}
+	})
+	t.Run("login CSRF: a POST without this browser's sign-in page is refused and spends nothing", func(t *testing.T) {
+		link := env.portalLink(pid)
+		token := strings.TrimPrefix(link, "/portal/signin?token=")
+		// Another site auto-submits the attacker's link into the victim's
+		// browser: no sign-in page was shown there, so no token matches.
+		for _, form := range []url.Values{{"token": {token}}, {"token": {token}, "csrf_token": {"forged"}}} {
+			res, _ := newBrowser(t, base).postForm("/portal/signin", form)
+			if res.StatusCode != http.StatusForbidden || res.Request.URL.Path == "/portal/" {
+				t.Fatalf("forged sign-in: %d at %s", res.StatusCode, res.Request.URL)
+			}
+		}
+		// A token from another browser's page does not match this cookie.
+		other := newBrowser(t, base)
+		_, doc := other.get(link)
+		csrf, _ := testid(doc, "portal-signin-form").Find("input[name=csrf_token]").Attr("value")
+		if res, _ := env.signInPageBrowser(base, pid).browser.postForm("/portal/signin", url.Values{"token": {token}, "csrf_token": {csrf}}); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("another page's token: %d", res.StatusCode)
+		}
+		// The link is still good for the person it was made for.
+		if res, _ := newBrowser(t, base).openPortalLink(link); res.Request.URL.Path != "/portal/" {
+			t.Fatalf("the link no longer signs in: %d at %s", res.StatusCode, res.Request.URL)
 		}
 	})
 	t.Run("single use", func(t *testing.T) {

@@ -5,26 +5,30 @@ package web
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/web/account"
 	"github.com/jackc/pgx/v5"
-	"github.com/labstack/echo/v4"
 )
 
 // portalLink creates a sign-in link for a partner, audited as actor, and
 // returns its URL (on base, the scheme and host) and expiry. An unknown
 // partner is a 404, an archived one a 409.
-func (s *Server) portalLink(ctx context.Context, partnerID int64, base, actor string) (string, time.Time, error) {
+func (s *Server) portalLink(ctx context.Context, partnerID int64, actor string) (string, time.Time, error) {
+	base, err := s.publicBase()
+	if err != nil {
+		return "", time.Time{}, err
+	}
 	ttl := s.cfg.Portal.LinkTTL
 	if ttl <= 0 {
 		ttl = defaultPortalLinkTTL
 	}
 	token := account.RandomToken(32)
 	var link db.PortalLinkCreateRow
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		p, err := q.PartnerGet(ctx, partnerID)
 		if err != nil {
@@ -63,14 +67,13 @@ func revokePortal(ctx context.Context, q *db.Queries, partnerID int64) (sessions
 }
 
 // publicBase is the scheme and host a link starts with: the configured
-// public URL, else the address this request reached.
-func (s *Server) publicBase(c echo.Context) string {
-	if s.cfg.Portal.PublicURL != "" {
-		return s.cfg.Portal.PublicURL
+// public URL only. A link built from the request's Host header would let
+// anyone who can reach hookline under another name (Host: attacker.invalid)
+// mint links to that name, so without HOOKLINE_PUBLIC_URL there is none.
+func (s *Server) publicBase() (string, error) {
+	if s.cfg.Portal.PublicURL == "" {
+		return "", &apiError{http.StatusConflict, "not_configured",
+			"portal links need HOOKLINE_PUBLIC_URL: set it to the address partners reach hookline at, such as https://hooks.example.com", ""}
 	}
-	scheme := "http"
-	if s.secureRequest(c.Request()) {
-		scheme = "https"
-	}
-	return scheme + "://" + c.Request().Host
+	return s.cfg.Portal.PublicURL, nil
 }

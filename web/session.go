@@ -73,13 +73,18 @@ func hashSessionID(raw string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// secureRequest reports whether the client reached us over TLS, directly or
-// (when trusted) through a proxy.
+// secureRequest reports whether the dashboard is reached over HTTPS, which
+// makes cookies Secure and adds HSTS: the connection is TLS, a proxy in
+// front says X-Forwarded-Proto: https, or HOOKLINE_PUBLIC_URL is https.
+// The proxy's word is taken even when HOOKLINE_TRUST_PROXY is off: a
+// client that forges it only gets cookies its own browser will not send
+// back over plain HTTP (client addresses, which matter to throttles and
+// logs, still come from X-Forwarded-For only when the proxy is trusted).
 func (s *Server) secureRequest(r *http.Request) bool {
-	if r.TLS != nil {
+	if r.TLS != nil || strings.HasPrefix(s.cfg.Portal.PublicURL, "https://") {
 		return true
 	}
-	return s.cfg.TrustProxy && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	return strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 func (s *Server) cookieOptions(r *http.Request, maxAge int) *sessions.Options {

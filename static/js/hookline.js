@@ -138,12 +138,45 @@
     flash("error", "Could not reach hookline. Check your connection and try again.");
   });
 
+  // The Content-Security-Policy allows no inline script or handler, so
+  // what pages once did inline is declared with data attributes:
+  // data-confirm on a button or form asks before it submits;
+  // data-autosubmit-change submits a select's form when it changes;
+  // data-autosubmit submits a form as soon as the page loads (the portal
+  // sign-in page, whose Continue button works without script).
+  document.addEventListener("click", function (evt) {
+    var el = evt.target.closest("button[data-confirm], input[data-confirm]");
+    if (el && !window.confirm(el.getAttribute("data-confirm"))) {
+      evt.preventDefault();
+    }
+  });
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (form.hasAttribute && form.hasAttribute("data-confirm") && !window.confirm(form.getAttribute("data-confirm"))) {
+      evt.preventDefault();
+    }
+  });
+  document.addEventListener("change", function (evt) {
+    var el = evt.target;
+    if (el.hasAttribute && el.hasAttribute("data-autosubmit-change") && el.form) {
+      el.form.submit();
+    }
+  });
+
+  function autosubmit(root) {
+    var form = root.querySelector("form[data-autosubmit]");
+    if (form) {
+      form.submit();
+    }
+  }
+
   document.addEventListener("htmx:load", function (evt) {
     enhance(evt.target);
   });
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { enhance(document); });
+    document.addEventListener("DOMContentLoaded", function () { enhance(document); autosubmit(document); });
   } else {
     enhance(document);
+    autosubmit(document);
   }
 })();

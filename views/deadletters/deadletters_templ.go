@@ -60,7 +60,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 					}()
 				}
 				ctx = templ.InitializeContext(ctx)
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form method=\"get\" action=\"/dead-letters\" class=\"cluster\"><label class=\"field-inline\"><span>Window</span> <select name=\"hours\" onchange=\"this.form.submit()\" aria-label=\"Window\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form method=\"get\" action=\"/dead-letters\" class=\"cluster\"><label class=\"field-inline\"><span>Window</span> <select name=\"hours\" data-autosubmit-change aria-label=\"Window\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -467,7 +467,7 @@ func DeliveryView(d Delivery, p PageData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<button class=\"btn btn-secondary btn-small\" type=\"submit\" data-testid=\"resend\" onclick=\"return confirm('Resend this delivery? It is sent again with the same webhook-id, through the breaker and the rate limit.')\">Resend</button></form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<button class=\"btn btn-secondary btn-small\" type=\"submit\" data-testid=\"resend\" data-confirm=\"Resend this delivery? It is sent again with the same webhook-id, through the breaker and the rate limit.\">Resend</button></form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

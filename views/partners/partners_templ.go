@@ -536,7 +536,7 @@ func DetailPage(m layout.PageMeta, d Detail) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if !d.Partner.Archived {
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, " onsubmit=\"return confirm('Archive this partner? Its endpoints stop receiving new deliveries; queued ones and the history are kept.')\"")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, " data-confirm=\"Archive this partner? Its endpoints stop receiving new deliveries; queued ones and the history are kept.\"")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}

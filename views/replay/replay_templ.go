@@ -199,14 +199,14 @@ func FormPage(m layout.PageMeta, f Form) templ.Component {
 								return templ_7745c5c3_Err
 							}
 						}
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<button class=\"btn btn-primary\" type=\"submit\" onclick=\"return confirm('Start the replay? The deliveries counted are sent again.')\" data-testid=\"replay-start\">Replay ")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<button class=\"btn btn-primary\" type=\"submit\" data-confirm=\"Start the replay? The deliveries counted are sent again.\" data-testid=\"replay-start\">Replay ")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var9 string
 						templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(components.Count(f.Count))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `replay/replay.templ`, Line: 45, Col: 200}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `replay/replay.templ`, Line: 45, Col: 187}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 						if templ_7745c5c3_Err != nil {
@@ -219,7 +219,7 @@ func FormPage(m layout.PageMeta, f Form) templ.Component {
 						var templ_7745c5c3_Var10 string
 						templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(plural(f.Count))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `replay/replay.templ`, Line: 45, Col: 220}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `replay/replay.templ`, Line: 45, Col: 207}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 						if templ_7745c5c3_Err != nil {

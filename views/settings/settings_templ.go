@@ -371,7 +371,7 @@ func APIKeysPage(m layout.PageMeta, p APIKeys) templ.Component {
 							if templ_7745c5c3_Err != nil {
 								return templ_7745c5c3_Err
 							}
-							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\" class=\"inline\" onsubmit=\"return confirm('Revoke this key? Requests using it are refused at once.')\">")
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\" class=\"inline\" data-confirm=\"Revoke this key? Requests using it are refused at once.\">")
 							if templ_7745c5c3_Err != nil {
 								return templ_7745c5c3_Err
 							}
