@@ -15,8 +15,10 @@ VERIFY_DIR := worker/signing/testdata/verify
 build:
 	go build -o $(BIN) .
 
+# Portal links are built from HOOKLINE_PUBLIC_URL alone: on this machine
+# that is the dashboard's own address.
 run: build
-	./$(BIN) serve
+	addr=$${HOOKLINE_ADDR:-:8080}; HOOKLINE_PUBLIC_URL=$${HOOKLINE_PUBLIC_URL:-http://localhost:$${addr##*:}} ./$(BIN) serve
 
 demo: build
 	./$(BIN) demo

@@ -1328,6 +1328,11 @@ func runDemo(ctx context.Context, cfg config, log *slog.Logger, std stdio, rate 
 	// The simulated partners listen on loopback, which the SSRF guard
 	// refuses unless allowed.
 	cfg.AllowNetworks = append(cfg.AllowNetworks, netip.MustParsePrefix("127.0.0.0/8"))
+	// The demo is reached on this machine: portal links start with the
+	// dashboard's own address unless the operator says otherwise.
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = strings.TrimSuffix(dashboardURL(ln.Addr()), "/")
+	}
 	a, closeApp, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
