@@ -47,8 +47,9 @@ func (c *Client) Exchange(ctx context.Context, a Attempt, code string) (Identity
 	var re *oauth2.RetrieveError
 	switch {
 	case errors.As(err, &re):
-		// Only the error code and description: the body may say more.
-		return Identity{}, refuse(fmt.Sprintf("code exchange refused: %s %s", re.ErrorCode, re.ErrorDescription),
+		// The error code only: a provider's description or body may
+		// repeat the code ("Invalid code: ...").
+		return Identity{}, refuse("code exchange refused: "+truncate(re.ErrorCode, 64),
 			"The sign-in provider did not accept this sign-in (it may have been used already or taken too long). Please sign in again.")
 	case err != nil:
 		return Identity{}, fmt.Errorf("%w: code exchange: %w", ErrUnreachable, err)
@@ -91,6 +92,13 @@ func (c *Client) identify(issuer, subject string, claims map[string]any) (Identi
 		return Identity{}, refuse("no role for "+email, "Your account has no hookline role ("+c.cfg.RoleClaim+" names none this hookline maps to a role). Ask an admin.")
 	}
 	return Identity{Issuer: issuer, Subject: subject, Email: email, Role: role}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // verified reads email_verified, a boolean (or, from some providers, the
