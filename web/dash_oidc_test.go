@@ -14,6 +14,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/hookline/hookline/web/sso"
 )
@@ -315,18 +316,24 @@ func TestOIDCPasswordLoginOff(t *testing.T) {
 	signedInAs(t, res, doc, "kim@acme.test", "/")
 }
 
+// TestOIDCProviderUnreachable: hookline starts while its provider is down,
+// a sign-in then says the provider cannot be reached (503, the login page),
+// and the next sign-in once it is up discovers it and works.
 func TestOIDCProviderUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := "http://" + ln.Addr().String() + "/oidc"
+	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	env := newEnv(t, func(c *Config) {
-		c.OIDC = &sso.Config{Issuer: issuer, ClientID: "hookline", ClientSecret: "s3cret", RedirectURL: "http://127.0.0.1:1/login/oidc/callback",
-			DefaultRole: sso.RoleViewer, PasswordLogin: true}
-	})
-	base := env.server()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &oidcProvider{MockOIDC: m}
+	// The issuer mockoidc will have once it listens at addr.
+	issuer := "http://" + addr + mockoidc.IssuerBase
+	_, base := newOIDCEnv(t, p, func(c *sso.Config) { c.Issuer = issuer })
 	b := newBrowser(t, base)
 	if res, doc := b.get("/login"); res.StatusCode != http.StatusOK || testid(doc, "login-sso-link").Length() != 1 {
 		t.Fatalf("login page: %d", res.StatusCode)
@@ -336,6 +343,18 @@ func TestOIDCProviderUnreachable(t *testing.T) {
 	if res.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
+
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the provider's port was taken meanwhile: %v", err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	p.queue("sub-noa", "noa@acme.test", true)
+	res, doc = b.get("/login/oidc")
+	signedInAs(t, res, doc, "noa@acme.test", "/")
 }
 
 func TestOIDCOff(t *testing.T) {
