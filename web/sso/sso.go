@@ -116,7 +116,8 @@ func (c *Client) Issuer() string { return c.cfg.Issuer }
 var ErrUnreachable = errors.New("the sign-in provider cannot be reached")
 
 // discover fetches the discovery document once; a failure is not kept, so
-// the next sign-in tries again.
+// the next sign-in tries again. The lock is held through the fetch (at most
+// 10 s): sign-ins arriving meanwhile wait for it rather than each fetching.
 func (c *Client) discover(ctx context.Context) (*oidc.Provider, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
