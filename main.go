@@ -59,6 +59,7 @@ import (
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/web/demo"
+	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/bench"
 	"github.com/hookline/hookline/worker/secretbox"
@@ -448,6 +449,9 @@ type config struct {
 	MetricsAddr    string
 	MetricsToken   string
 	MaxConnections int
+	// OIDC is single sign-on for the dashboard (nil: off); see
+	// config_oidc.go.
+	OIDC *sso.Config
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -583,6 +587,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
 	}
+	oidc, oidcErrs := loadOIDC(getenv, c.PublicURL)
+	c.OIDC = oidc
+	errs = append(errs, oidcErrs...)
 	return c, errors.Join(errs...)
 }
 
@@ -927,6 +934,7 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		SearchKeys:   a.cfg.SearchKeys,
 		Portal:       web.PortalConfig{LinkTTL: a.cfg.PortalLinkTTL, Title: a.cfg.PortalTitle, PublicURL: a.cfg.PublicURL},
 		Worker:       local,
+		OIDC:         a.cfg.OIDC,
 	})
 }
 

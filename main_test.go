@@ -124,6 +124,46 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatal(c.SearchKeys)
 			}
 		}},
+		{"oidc off by default", nil, "", func(t *testing.T, c config) {
+			if c.OIDC != nil {
+				t.Fatalf("%+v", c.OIDC)
+			}
+		}},
+		{"oidc", oidcEnv(map[string]string{"HOOKLINE_OIDC_ALLOWED_DOMAINS": " Acme.test, @ops.acme.test ,acme.test", "HOOKLINE_OIDC_ADMIN_VALUES": "hookline-admins",
+			"HOOKLINE_OIDC_OPERATOR_VALUES": "oncall, platform", "HOOKLINE_OIDC_ISSUER": "https://id.acme.test/realms/main/"}), "", func(t *testing.T, c config) {
+			o := c.OIDC
+			if o == nil || o.Issuer != "https://id.acme.test/realms/main" || o.ClientID != "hookline" || o.ClientSecret != "s3cret" ||
+				o.RedirectURL != "https://hooks.acme.test/login/oidc/callback" || o.RoleClaim != "groups" || o.DefaultRole != "viewer" || !o.PasswordLogin ||
+				!slices.Equal(o.AllowedDomains, []string{"acme.test", "ops.acme.test"}) || !slices.Equal(o.AdminValues, []string{"hookline-admins"}) ||
+				!slices.Equal(o.OperatorValues, []string{"oncall", "platform"}) {
+				t.Fatalf("%+v", o)
+			}
+		}},
+		{"oidc: role claim, no default role, password login off", oidcEnv(map[string]string{"HOOKLINE_OIDC_ROLE_CLAIM": "realm_access.roles",
+			"HOOKLINE_OIDC_DEFAULT_ROLE": "none", "HOOKLINE_OIDC_PASSWORD_LOGIN": "off"}), "", func(t *testing.T, c config) {
+			if o := c.OIDC; o.RoleClaim != "realm_access.roles" || o.DefaultRole != "" || o.PasswordLogin {
+				t.Fatalf("%+v", o)
+			}
+		}},
+		{"oidc: http issuer on loopback", oidcEnv(map[string]string{"HOOKLINE_OIDC_ISSUER": "http://127.0.0.1:5556/dex"}), "", func(t *testing.T, c config) {
+			if c.OIDC.Issuer != "http://127.0.0.1:5556/dex" {
+				t.Fatal(c.OIDC.Issuer)
+			}
+		}},
+		{"oidc: needs the public url", oidcEnv(map[string]string{"HOOKLINE_PUBLIC_URL": ""}), "HOOKLINE_OIDC_ISSUER needs HOOKLINE_PUBLIC_URL", nil},
+		{"oidc: http issuer elsewhere", oidcEnv(map[string]string{"HOOKLINE_OIDC_ISSUER": "http://id.acme.test"}), `HOOKLINE_OIDC_ISSUER "http://id.acme.test": want the provider's https issuer URL`, nil},
+		{"oidc: issuer not a url", oidcEnv(map[string]string{"HOOKLINE_OIDC_ISSUER": "id.acme.test"}), `HOOKLINE_OIDC_ISSUER "id.acme.test"`, nil},
+		{"oidc: client id and secret required", oidcEnv(map[string]string{"HOOKLINE_OIDC_CLIENT_ID": "", "HOOKLINE_OIDC_CLIENT_SECRET": " "}),
+			"HOOKLINE_OIDC_CLIENT_ID is required with HOOKLINE_OIDC_ISSUER (the client id the provider gave hookline)\nHOOKLINE_OIDC_CLIENT_SECRET is required", nil},
+		{"oidc: settings without an issuer", map[string]string{"HOOKLINE_OIDC_CLIENT_ID": "hookline", "HOOKLINE_OIDC_PASSWORD_LOGIN": "off"},
+			"HOOKLINE_OIDC_CLIENT_ID is set but HOOKLINE_OIDC_ISSUER is not", nil},
+		{"oidc: password login off without an issuer", map[string]string{"HOOKLINE_OIDC_PASSWORD_LOGIN": "off"}, "HOOKLINE_OIDC_PASSWORD_LOGIN is set but HOOKLINE_OIDC_ISSUER is not", nil},
+		{"oidc: bad domain", oidcEnv(map[string]string{"HOOKLINE_OIDC_ALLOWED_DOMAINS": "acme.test,jane@acme.test"}), `HOOKLINE_OIDC_ALLOWED_DOMAINS "acme.test,jane@acme.test": domain "jane@acme.test"`, nil},
+		{"oidc: bad role claim", oidcEnv(map[string]string{"HOOKLINE_OIDC_ROLE_CLAIM": "my groups"}), `HOOKLINE_OIDC_ROLE_CLAIM "my groups"`, nil},
+		{"oidc: empty admin value", oidcEnv(map[string]string{"HOOKLINE_OIDC_ADMIN_VALUES": "admins,,root"}), "HOOKLINE_OIDC_ADMIN_VALUES: \"admins,,root\": an empty value", nil},
+		{"oidc: a value with two roles", oidcEnv(map[string]string{"HOOKLINE_OIDC_ADMIN_VALUES": "ops", "HOOKLINE_OIDC_OPERATOR_VALUES": "ops"}), `HOOKLINE_OIDC_OPERATOR_VALUES: "ops" is an admin value too`, nil},
+		{"oidc: bad default role", oidcEnv(map[string]string{"HOOKLINE_OIDC_DEFAULT_ROLE": "admin"}), `HOOKLINE_OIDC_DEFAULT_ROLE "admin": want viewer`, nil},
+		{"oidc: bad password login", oidcEnv(map[string]string{"HOOKLINE_OIDC_PASSWORD_LOGIN": "no"}), `HOOKLINE_OIDC_PASSWORD_LOGIN "no": want on or off`, nil},
 		{"several errors at once", map[string]string{"HOOKLINE_ADDR": "x", "HOOKLINE_MAX_BODY_BYTES": "y"}, "HOOKLINE_MAX_BODY_BYTES", nil},
 		{"several errors at once, each by name", map[string]string{"HOOKLINE_ADDR": ":99999", "HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_ADDR \":99999\": want a port between 1 and 65535, such as :8080\nHOOKLINE_LOG_LEVEL", nil},
 	}
@@ -142,6 +182,20 @@ func TestLoadConfig(t *testing.T) {
 			tc.check(t, c)
 		})
 	}
+}
+
+// oidcEnv is a complete single sign-on configuration with changes ("" unsets).
+func oidcEnv(changes map[string]string) map[string]string {
+	env := map[string]string{
+		"HOOKLINE_PUBLIC_URL":         "https://hooks.acme.test",
+		"HOOKLINE_OIDC_ISSUER":        "https://id.acme.test",
+		"HOOKLINE_OIDC_CLIENT_ID":     "hookline",
+		"HOOKLINE_OIDC_CLIENT_SECRET": "s3cret",
+	}
+	for k, v := range changes {
+		env[k] = v
+	}
+	return env
 }
 
 // fieldNames is "k0,k1,...", n distinct payload field names.

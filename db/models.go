@@ -187,4 +187,6 @@ type User struct {
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
 	LastLoginAt  *time.Time
+	OidcIssuer   *string
+	OidcSubject  *string
 }

@@ -45,7 +45,7 @@ func (q *Queries) UserCountActiveAdmins(ctx context.Context) (int64, error) {
 const userCreate = `-- name: UserCreate :one
 INSERT INTO users (email, password_hash, role)
 VALUES ($1, $2, $3)
-RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at
+RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject
 `
 
 type UserCreateParams struct {
@@ -66,12 +66,14 @@ func (q *Queries) UserCreate(ctx context.Context, arg UserCreateParams) (User, e
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.LastLoginAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
 
 const userGet = `-- name: UserGet :one
-SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at FROM users WHERE id = $1
+SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
@@ -85,12 +87,14 @@ func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.LastLoginAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at FROM users WHERE lower(email) = lower($1)
+SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject FROM users WHERE lower(email) = lower($1)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error) {
@@ -104,12 +108,14 @@ func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.LastLoginAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at FROM users ORDER BY disabled_at IS NOT NULL, lower(email)
+SELECT id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject FROM users ORDER BY disabled_at IS NOT NULL, lower(email)
 `
 
 func (q *Queries) UserList(ctx context.Context) ([]User, error) {
@@ -129,6 +135,8 @@ func (q *Queries) UserList(ctx context.Context) ([]User, error) {
 			&i.CreatedAt,
 			&i.DisabledAt,
 			&i.LastLoginAt,
+			&i.OidcIssuer,
+			&i.OidcSubject,
 		); err != nil {
 			return nil, err
 		}
@@ -154,7 +162,7 @@ const userSetDisabled = `-- name: UserSetDisabled :one
 UPDATE users
 SET disabled_at = CASE WHEN $1::boolean THEN coalesce(disabled_at, now()) END
 WHERE id = $2
-RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at
+RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject
 `
 
 type UserSetDisabledParams struct {
@@ -175,6 +183,8 @@ func (q *Queries) UserSetDisabled(ctx context.Context, arg UserSetDisabledParams
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.LastLoginAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
@@ -195,7 +205,7 @@ func (q *Queries) UserSetPassword(ctx context.Context, arg UserSetPasswordParams
 }
 
 const userSetRole = `-- name: UserSetRole :one
-UPDATE users SET role = $1 WHERE id = $2 RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at
+UPDATE users SET role = $1 WHERE id = $2 RETURNING id, email, password_hash, role, created_at, disabled_at, last_login_at, oidc_issuer, oidc_subject
 `
 
 type UserSetRoleParams struct {
@@ -215,6 +225,8 @@ func (q *Queries) UserSetRole(ctx context.Context, arg UserSetRoleParams) (User,
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.LastLoginAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }

@@ -40,6 +40,7 @@ func (s *Server) renderLogin(c echo.Context, status int, f login.Form) error {
 		return err
 	}
 	f.Token = token
+	s.loginOptions(&f)
 	return s.render(c, status, login.Page(layout.PageMeta{Title: "Sign in", Version: s.cfg.Version}, f))
 }
 

@@ -72,9 +72,13 @@ func (s *Server) routes() {
 	// Static assets, content-hashed and cached.
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
 
-	// Sign in and out. The login form has its own double-submit CSRF token.
+	// Sign in and out. The login form has its own double-submit CSRF token;
+	// single sign-on (OpenID Connect) binds its callback to the attempt's
+	// state cookie, and may turn password sign-in off.
 	e.GET("/login", s.loginPage)
-	e.POST("/login", s.loginSubmit, s.parseForm)
+	e.POST("/login", s.loginSubmit, s.requirePasswordLogin, s.parseForm)
+	e.GET("/login/oidc", s.oidcStart)
+	e.GET("/login/oidc/callback", s.oidcCallback)
 
 	// Partner portal: a single-use link signs one partner in, with a cookie
 	// of its own (path /portal) that no dashboard route reads; every page

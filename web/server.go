@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
@@ -63,6 +64,9 @@ type Config struct {
 	// sends no wake-up NOTIFY while it claims from every shard: no other
 	// replica could claim the deliveries then.
 	Worker LocalWorker
+	// OIDC turns on single sign-on through an OpenID Connect provider
+	// (nil: password sign-in only).
+	OIDC *sso.Config
 }
 
 // LocalWorker is what an ingest needs of a worker in the same process
@@ -93,6 +97,7 @@ type Server struct {
 	sessions *sessions.CookieStore
 	throttle *loginThrottle
 	limits   Limits
+	sso      *sso.Client // nil without single sign-on
 	send     *sender.Sender
 	// watchedAt is when this replica's alert watch last held the lock
 	// and finished (UnixNano; 0 before): see watchAlertsOnce.
@@ -146,6 +151,15 @@ func New(cfg Config) (*Server, error) {
 	s.sessions = newCookieStore(cfg.SessionKey)
 	s.throttle = newLoginThrottle()
 	var err error
+	if cfg.OIDC != nil {
+		oc := *cfg.OIDC
+		if oc.Now == nil {
+			oc.Now = cfg.Now
+		}
+		if s.sso, err = sso.New(oc); err != nil {
+			return nil, err
+		}
+	}
 	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
 	if err != nil {
 		return nil, err
