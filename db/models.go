@@ -188,3 +188,11 @@ type User struct {
 	DisabledAt   *time.Time
 	LastLoginAt  *time.Time
 }
+
+type UserTotp struct {
+	UserID    int64
+	Secret    []byte
+	CreatedAt time.Time
+	EnabledAt *time.Time
+	LastStep  int64
+}
