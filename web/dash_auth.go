@@ -79,6 +79,12 @@ func (s *Server) loginSubmit(c echo.Context) error {
 		form.Error = "Wrong email or password."
 		return s.renderLogin(c, http.StatusUnauthorized, form)
 	}
+	if pending, err := s.beginSecondFactor(c, u, key, next); err != nil || pending {
+		if err != nil {
+			return err
+		}
+		return c.Redirect(http.StatusSeeOther, loginCodePath)
+	}
 	if err := s.startSession(c, u); err != nil {
 		return err
 	}
