@@ -94,7 +94,7 @@ func (s *Server) renderLoginCode(c echo.Context, status int, f login.CodeForm) e
 	return s.render(c, status, login.CodePage(layout.PageMeta{Title: "Two-factor sign-in", Version: s.cfg.Version}, f))
 }
 
-// errSignInExpired: the pending sign-in is gone (expired, never started,
+// signInExpired: the pending sign-in is gone (expired, never started,
 // or its user disabled); the password step starts again.
 const signInExpired = "The sign-in expired. Please sign in again."
 
