@@ -452,6 +452,9 @@ type config struct {
 	// OIDC is single sign-on for the dashboard (nil: off); see
 	// config_oidc.go.
 	OIDC *sso.Config
+	// Require2FA: the roles that must sign in to the dashboard with a
+	// second factor: "" none, admin, operator (and admins) or all.
+	Require2FA string
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -473,6 +476,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		PortalTitle:   strings.TrimSpace(getenv("HOOKLINE_PORTAL_TITLE")),
 		MetricsAddr:   envOr(getenv, "HOOKLINE_METRICS_ADDR", "127.0.0.1:9464"),
 		MetricsToken:  strings.TrimSpace(getenv("HOOKLINE_METRICS_TOKEN")),
+		Require2FA:    strings.ToLower(strings.TrimSpace(getenv("HOOKLINE_REQUIRE_2FA"))),
 	}
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
@@ -583,6 +587,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("HOOKLINE_SEARCH_KEYS %q: %w", v, err))
 		}
 		c.SearchKeys = keys
+	}
+	if !web.ValidRequire2FA(c.Require2FA) {
+		errs = append(errs, fmt.Errorf("HOOKLINE_REQUIRE_2FA %q: want admin, operator (operators and admins), all, or empty for none", c.Require2FA))
 	}
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
@@ -933,6 +940,7 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		Registry:     a.reg,
 		SearchKeys:   a.cfg.SearchKeys,
 		Portal:       web.PortalConfig{LinkTTL: a.cfg.PortalLinkTTL, Title: a.cfg.PortalTitle, PublicURL: a.cfg.PublicURL},
+		Require2FA:   a.cfg.Require2FA,
 		Worker:       local,
 		OIDC:         a.cfg.OIDC,
 	})

@@ -164,6 +164,23 @@ func TestLoadConfig(t *testing.T) {
 		{"oidc: a value with two roles", oidcEnv(map[string]string{"HOOKLINE_OIDC_ADMIN_VALUES": "ops", "HOOKLINE_OIDC_OPERATOR_VALUES": "ops"}), `HOOKLINE_OIDC_OPERATOR_VALUES: "ops" is an admin value too`, nil},
 		{"oidc: bad default role", oidcEnv(map[string]string{"HOOKLINE_OIDC_DEFAULT_ROLE": "admin"}), `HOOKLINE_OIDC_DEFAULT_ROLE "admin": want viewer`, nil},
 		{"oidc: bad password login", oidcEnv(map[string]string{"HOOKLINE_OIDC_PASSWORD_LOGIN": "no"}), `HOOKLINE_OIDC_PASSWORD_LOGIN "no": want on or off`, nil},
+		{"two-factor not required by default", nil, "", func(t *testing.T, c config) {
+			if c.Require2FA != "" {
+				t.Fatal(c.Require2FA)
+			}
+		}},
+		{"two-factor required of operators", map[string]string{"HOOKLINE_REQUIRE_2FA": " Operator "}, "", func(t *testing.T, c config) {
+			if c.Require2FA != "operator" {
+				t.Fatal(c.Require2FA)
+			}
+		}},
+		{"two-factor required of all", map[string]string{"HOOKLINE_REQUIRE_2FA": "all"}, "", func(t *testing.T, c config) {
+			if c.Require2FA != "all" {
+				t.Fatal(c.Require2FA)
+			}
+		}},
+		{"two-factor: unknown value", map[string]string{"HOOKLINE_REQUIRE_2FA": "viewer"}, `HOOKLINE_REQUIRE_2FA "viewer": want admin, operator`, nil},
+		{"two-factor: a list is not a value", map[string]string{"HOOKLINE_REQUIRE_2FA": "admin,operator"}, "HOOKLINE_REQUIRE_2FA", nil},
 		{"several errors at once", map[string]string{"HOOKLINE_ADDR": "x", "HOOKLINE_MAX_BODY_BYTES": "y"}, "HOOKLINE_MAX_BODY_BYTES", nil},
 		{"several errors at once, each by name", map[string]string{"HOOKLINE_ADDR": ":99999", "HOOKLINE_LOG_LEVEL": "loud"}, "HOOKLINE_ADDR \":99999\": want a port between 1 and 65535, such as :8080\nHOOKLINE_LOG_LEVEL", nil},
 	}

@@ -190,3 +190,11 @@ type User struct {
 	OidcIssuer   *string
 	OidcSubject  *string
 }
+
+type UserTotp struct {
+	UserID    int64
+	Secret    []byte
+	CreatedAt time.Time
+	EnabledAt *time.Time
+	LastStep  int64
+}

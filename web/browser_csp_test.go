@@ -83,6 +83,8 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 	id := func(n int64) string { return fmt.Sprint(n) }
 	pages := map[string][]string{
 		"/login":                      {"/login"},
+		"/login/code":                 {"/login/code"},
+		"/account":                    {"/account", "click:[data-testid=two-factor-setup]:[data-testid=totp-qr]"},
 		"/":                           {"/"},
 		"/overview/live":              {"/overview/live"},
 		"/endpoints":                  {"/endpoints"},
@@ -161,12 +163,13 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 	}
 	order := []string{"/login"}
 	for p := range pages {
-		if !strings.HasPrefix(p, "/portal") && p != "/login" {
+		if !strings.HasPrefix(p, "/portal") && !strings.HasPrefix(p, "/login") {
 			order = append(order, p)
 		}
 	}
 	slices.Sort(order[1:])
 	visit("/login") // signed out
+	visit("/login/code")
 	// The probe sees what the browser blocks: an inline script injected
 	// now must be reported, or the test could never fail.
 	evalJS[bool](tab, `(() => { const s = document.createElement("script"); s.textContent = "window.__ran = 1"; document.body.appendChild(s); return true })()`)
@@ -174,6 +177,16 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 	tab.login("admin@hookline.test")
 	for _, route := range order[1:] {
 		for _, path := range pages[route] {
+			if rest, ok := strings.CutPrefix(path, "click:"); ok {
+				// A page reached by a button on the page visited before.
+				button, shown, _ := strings.Cut(rest, ":")
+				tab.clickToLoad(button, sel(shown))
+				got := evalJS[pageCSPReport](tab, cspCheck)
+				for _, v := range append(got.Violations, got.Inline...) {
+					t.Errorf("after %s: %s", button, v)
+				}
+				continue
+			}
 			if rest, ok := strings.CutPrefix(path, "link:"); ok {
 				from, css, _ := strings.Cut(rest, ":")
 				tab.open(from)

@@ -98,6 +98,12 @@ func (s *Server) loginSubmit(c echo.Context) error {
 		return s.renderLogin(c, http.StatusUnauthorized, form)
 	}
 	attempt.GiveBack(s.now())
+	if pending, err := s.beginSecondFactor(c, u, key, next); err != nil || pending {
+		if err != nil {
+			return err
+		}
+		return c.Redirect(http.StatusSeeOther, loginCodePath)
+	}
 	if err := s.startSession(c, u); err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	if err != nil {
 		return s.oidcFailed(c, next, err)
 	}
-	if err := s.startSession(c, u); err != nil {
+	if err := s.startSessionVia(c, u, true); err != nil {
 		return err
 	}
 	s.log.Info("dashboard single sign-on", "user_id", u.ID, "role", u.Role, "remote_ip", c.RealIP())

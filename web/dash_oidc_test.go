@@ -370,3 +370,24 @@ func TestOIDCOff(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCSkipsHooklineSecondFactor: with HOOKLINE_REQUIRE_2FA=all, a
+// single sign-on reaches the dashboard (the provider owns the second
+// factor), while the same user signing in with a password is sent to set
+// up hookline's own.
+func TestOIDCSkipsHooklineSecondFactor(t *testing.T) {
+	p := newOIDCProvider(t)
+	env, base := newOIDCEnv(t, p, nil)
+	pw := env.signIn(base, "pat@acme.test", "operator") // before the rule
+	env.srv.cfg.Require2FA = "all"
+	p.queue("sub-kim", "kim@acme.test", true, "oncall")
+	b := newBrowser(t, base)
+	res, doc := b.get("/login/oidc")
+	signedInAs(t, res, doc, "kim@acme.test", "/")
+	if res, _ := b.get("/endpoints"); res.Request.URL.Path != "/endpoints" {
+		t.Fatalf("a single sign-on was sent to %s", res.Request.URL.Path)
+	}
+	if res, _ := pw.get("/endpoints"); res.Request.URL.Path != "/account" {
+		t.Fatalf("a password sign-in without two-factor reached %s", res.Request.URL.Path)
+	}
+}

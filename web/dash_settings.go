@@ -101,8 +101,13 @@ func (s *Server) renderUsers(c echo.Context, status int, p settings.Users) error
 		p.NewEmail, p.NewPassword, _ = strings.Cut(v, "\x1f")
 	}
 	p.Now, p.CSRF = s.now(), me.CSRF
+	twoFactor, err := s.twoFactorUsers(c)
+	if err != nil {
+		return err
+	}
 	for _, u := range rows {
-		p.Users = append(p.Users, settings.User{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.DisabledAt != nil, LastLogin: u.LastLoginAt, Self: u.ID == me.UserID})
+		p.Users = append(p.Users, settings.User{ID: u.ID, Email: u.Email, Role: u.Role, Disabled: u.DisabledAt != nil, LastLogin: u.LastLoginAt, Self: u.ID == me.UserID,
+			TwoFactor: twoFactor[u.ID]})
 	}
 	return s.render(c, status, settings.UsersPage(m, p))
 }

@@ -124,7 +124,7 @@ func familyOf(r *http.Request) family {
 		return familyIngest
 	case strings.HasPrefix(p, "/api/"):
 		return familyAPI
-	case p == "/login" || p == "/portal/signin":
+	case p == "/login" || strings.HasPrefix(p, "/login/") || p == "/portal/signin":
 		return familySignIn
 	}
 	return familyForm

@@ -79,6 +79,9 @@ func (s *Server) routes() {
 	e.POST("/login", s.loginSubmit, s.requirePasswordLogin, s.parseForm)
 	e.GET("/login/oidc", s.oidcStart)
 	e.GET("/login/oidc/callback", s.oidcCallback)
+	// A user with two-factor sign-in on gives a code next (dash_login_code.go).
+	e.GET(loginCodePath, s.loginCodePage)
+	e.POST(loginCodePath, s.loginCodeSubmit, s.parseForm)
 
 	// Partner portal: a single-use link signs one partner in, with a cookie
 	// of its own (path /portal) that no dashboard route reads; every page
@@ -123,9 +126,18 @@ func (s *Server) routes() {
 	// Pages compress well (the endpoints table is mostly repeated SVG
 	// markup: 3.7 MB for 1,000 endpoints, ~10 times less gzipped); level 1
 	// keeps the cost to a few milliseconds.
-	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.parseForm, s.requireCSRF)
+	// A user whose role needs two-factor sign-in (HOOKLINE_REQUIRE_2FA)
+	// and has none reaches only /account and /logout (requireEnrolment).
+	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.requireEnrolment, s.parseForm, s.requireCSRF)
 	operator := requireRole(account.RoleOperator)
 	d.POST("/logout", s.logout)
+
+	// Your account: two-factor sign-in, for every role.
+	d.GET("/account", s.accountPage)
+	d.POST("/account/2fa/setup", s.totpSetup)
+	d.POST("/account/2fa/enable", s.totpEnable)
+	d.POST("/account/2fa/disable", s.totpDisable)
+	d.POST("/account/2fa/recovery-codes", s.totpRecoveryCodes)
 
 	// Overview and endpoints.
 	d.GET("/", s.overviewPage)
@@ -193,6 +205,7 @@ func (s *Server) routes() {
 	d.POST("/settings/users", s.userAdd, admin)
 	d.POST("/settings/users/:id/role", s.userSetRole, admin)
 	d.POST("/settings/users/:id/disable", s.userSetDisabled, admin)
+	d.POST("/settings/users/:id/2fa/reset", s.userTwoFactorReset, admin)
 	d.GET("/settings/notifications", s.notificationsPage, admin)
 	d.POST("/settings/notifications", s.notificationChannelAdd, admin)
 	d.POST("/settings/notifications/:id/delete", s.notificationChannelDelete, admin)

@@ -59,6 +59,10 @@ type Config struct {
 	SearchKeys []string
 	// Portal configures the partner portal (link lifetime, title).
 	Portal PortalConfig
+	// Require2FA names the roles that must sign in with a second factor
+	// (HOOKLINE_REQUIRE_2FA): "" none, "admin", "operator" (and admins) or
+	// "all".
+	Require2FA string
 	// Worker is the delivery worker of this process, when it has one
 	// (hookline serve). An ingest wakes it in process once committed, and
 	// sends no wake-up NOTIFY while it claims from every shard: no other
@@ -119,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if len(cfg.SessionKey) != 32 {
 		return nil, errors.New("web: SessionKey must be 32 bytes")
+	}
+	if !ValidRequire2FA(cfg.Require2FA) {
+		return nil, fmt.Errorf("web: Require2FA %q: want admin, operator, all or empty", cfg.Require2FA)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 262144

@@ -42,6 +42,9 @@ type principal struct {
 	Role      string
 	SessionID string // the stored (hashed) id
 	CSRF      string
+	// SSO: the session began with a single sign-on, whose provider owns
+	// the second factor (HOOKLINE_REQUIRE_2FA does not ask for hookline's).
+	SSO bool
 }
 
 func (p *principal) actor() string { return "user:" + p.Email }
@@ -94,6 +97,12 @@ func (s *Server) cookieOptions(r *http.Request, maxAge int) *sessions.Options {
 // startSession signs a user in: a fresh session id (never one that existed
 // before the login, so a planted cookie is useless) and a fresh CSRF token.
 func (s *Server) startSession(c echo.Context, u db.User) error {
+	return s.startSessionVia(c, u, false)
+}
+
+// startSessionVia is startSession, noting in the (signed and encrypted)
+// cookie whether the sign-in was a single sign-on.
+func (s *Server) startSessionVia(c echo.Context, u db.User, sso bool) error {
 	r := c.Request()
 	if old, err := s.sessions.Get(r, sessionCookie); err == nil {
 		if sid, ok := old.Values["sid"].(string); ok {
@@ -114,6 +123,9 @@ func (s *Server) startSession(c echo.Context, u db.User) error {
 	}
 	sess := sessions.NewSession(s.sessions, sessionCookie)
 	sess.Values["sid"] = raw
+	if sso {
+		sess.Values["sso"] = true
+	}
 	sess.Options = s.cookieOptions(r, int(sessionAbsolute/time.Second))
 	return sess.Save(r, c.Response())
 }
@@ -158,7 +170,8 @@ func (s *Server) loadPrincipal(ctx context.Context, r *http.Request) (*principal
 			return nil, err
 		}
 	}
-	return &principal{UserID: row.UserID, Email: row.Email, Role: row.Role, SessionID: id, CSRF: row.CsrfToken}, nil
+	viaSSO, _ := sess.Values["sso"].(bool)
+	return &principal{UserID: row.UserID, Email: row.Email, Role: row.Role, SessionID: id, CSRF: row.CsrfToken, SSO: viaSSO}, nil
 }
 
 // requireSession lets signed-in users through. Others are sent to the login
