@@ -427,14 +427,18 @@ type config struct {
 	SecretKey     []byte // nil: generated into DataDir (embedded database only)
 	SessionKey    []byte // nil: generated into DataDir
 	AllowNetworks []netip.Prefix
-	MaxBodyBytes  int64
-	LogLevel      slog.Level
-	LogFormat     string // text | json
-	TrustProxy    bool
-	ShutdownGrace time.Duration
-	Concurrency   int
-	Retention     worker.Retention
-	SearchKeys    []string // payload fields the event log is searched by
+	// PartnerAllowNetworks opens ranges to URLs partners enter in the
+	// portal; empty (the default) means public addresses only, whatever
+	// AllowNetworks opens.
+	PartnerAllowNetworks []netip.Prefix
+	MaxBodyBytes         int64
+	LogLevel             slog.Level
+	LogFormat            string // text | json
+	TrustProxy           bool
+	ShutdownGrace        time.Duration
+	Concurrency          int
+	Retention            worker.Retention
+	SearchKeys           []string // payload fields the event log is searched by
 	// Partner portal: how long a sign-in link works and the product name
 	// its pages show. PublicURL is the address hookline is reached at, the
 	// start of portal links and of the dashboard links in operator
@@ -505,6 +509,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv("HOOKLINE_ALLOW_NETWORKS"); v != "" {
 		if c.AllowNetworks, err = ssrf.ParseAllowList(v); err != nil {
 			errs = append(errs, fmt.Errorf("HOOKLINE_ALLOW_NETWORKS: %w", err))
+		}
+	}
+	if v := getenv(ssrf.PartnerVariable); v != "" {
+		if c.PartnerAllowNetworks, err = ssrf.ParseAllowList(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (CIDRs such as 203.0.113.0/24, separated by commas)", ssrf.PartnerVariable, err))
 		}
 	}
 	if v := getenv("HOOKLINE_MAX_BODY_BYTES"); v != "" {
@@ -884,7 +893,9 @@ type app struct {
 	pool  *pgxpool.Pool
 	box   *secretbox.Box // the one box: the web server and the worker share it
 	guard *ssrf.Guard
-	reg   *prometheus.Registry
+	// partnerGuard judges URLs partners set (HOOKLINE_PARTNER_ALLOW_NETWORKS).
+	partnerGuard *ssrf.Guard
+	reg          *prometheus.Registry
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
@@ -900,7 +911,8 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &app{cfg: cfg, log: log, pool: pool, box: box, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
+	return &app{cfg: cfg, log: log, pool: pool, box: box, guard: ssrf.New(cfg.AllowNetworks),
+		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
@@ -908,6 +920,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Pool:          a.pool,
 		Box:           a.box,
 		Guard:         a.guard,
+		PartnerGuard:  a.partnerGuard,
 		UserAgent:     "hookline/" + version,
 		Concurrency:   a.cfg.Concurrency,
 		ShutdownGrace: a.cfg.ShutdownGrace,
@@ -931,6 +944,7 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		Box:          a.box,
 		SessionKey:   a.cfg.SessionKey,
 		Guard:        a.guard,
+		PartnerGuard: a.partnerGuard,
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
 		Limits:       web.Limits{MaxConnections: a.cfg.MaxConnections},
 		MetricsToken: a.cfg.MetricsToken,

@@ -59,6 +59,18 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}},
 		{"bad allow networks", map[string]string{"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/99"}, "HOOKLINE_ALLOW_NETWORKS", nil},
+		{"partner allow networks empty by default", map[string]string{"HOOKLINE_ALLOW_NETWORKS": "127.0.0.0/8"}, "", func(t *testing.T, c config) {
+			if len(c.PartnerAllowNetworks) != 0 {
+				t.Fatalf("the operator's allow list reached partners: %v", c.PartnerAllowNetworks)
+			}
+		}},
+		{"partner allow networks", map[string]string{"HOOKLINE_PARTNER_ALLOW_NETWORKS": "10.20.0.0/16,192.168.7.9"}, "", func(t *testing.T, c config) {
+			if len(c.PartnerAllowNetworks) != 2 || c.PartnerAllowNetworks[1] != netip.MustParsePrefix("192.168.7.9/32") || len(c.AllowNetworks) != 0 {
+				t.Fatalf("partner %v, operator %v", c.PartnerAllowNetworks, c.AllowNetworks)
+			}
+		}},
+		{"bad partner allow networks", map[string]string{"HOOKLINE_PARTNER_ALLOW_NETWORKS": "10.0.0.0/8, intranet"}, `HOOKLINE_PARTNER_ALLOW_NETWORKS: allow list entry "intranet"`, nil},
+		{"bad partner allow networks is not the operator's", map[string]string{"HOOKLINE_PARTNER_ALLOW_NETWORKS": "10.0.0.0/33"}, "HOOKLINE_PARTNER_ALLOW_NETWORKS: allow list entry \"10.0.0.0/33\"", nil},
 		{"max body", map[string]string{"HOOKLINE_MAX_BODY_BYTES": "1048576"}, "", func(t *testing.T, c config) {
 			if c.MaxBodyBytes != 1<<20 {
 				t.Fatal(c.MaxBodyBytes)

@@ -116,7 +116,7 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param
+       e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -151,6 +151,7 @@ type DeliveryClaimRow struct {
 	SecretVersion       int64
 	MacroStyle          string
 	SignatureParam      string
+	PartnerURL          bool
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -166,7 +167,8 @@ type DeliveryClaimRow struct {
 // the others. With @endpoint_ids the claim looks at those endpoints only
 // (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
 // its cost follows the work rather than the number of endpoints; NULL looks
-// at every endpoint. See worker/architecture.md, "The claim".
+// at every endpoint. partner_url: the URL was last set by the partner, and
+// is dialled with the partner guard. See worker/architecture.md, "The claim".
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.EndpointIds,
@@ -203,6 +205,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.SecretVersion,
 			&i.MacroStyle,
 			&i.SignatureParam,
+			&i.PartnerURL,
 		); err != nil {
 			return nil, err
 		}
@@ -257,7 +260,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param
+          e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url
 `
 
 type DeliveryClaimProbesParams struct {
@@ -286,6 +289,7 @@ type DeliveryClaimProbesRow struct {
 	SecretVersion       int64
 	MacroStyle          string
 	SignatureParam      string
+	PartnerURL          bool
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -329,6 +333,7 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.SecretVersion,
 			&i.MacroStyle,
 			&i.SignatureParam,
+			&i.PartnerURL,
 		); err != nil {
 			return nil, err
 		}

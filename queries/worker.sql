@@ -34,7 +34,8 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 -- the others. With @endpoint_ids the claim looks at those endpoints only
 -- (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
 -- its cost follows the work rather than the number of endpoints; NULL looks
--- at every endpoint. See worker/architecture.md, "The claim".
+-- at every endpoint. partner_url: the URL was last set by the partner, and
+-- is dialled with the partner guard. See worker/architecture.md, "The claim".
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
@@ -80,7 +81,7 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param
+       e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id;
@@ -136,7 +137,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param;
+          e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url;
 
 -- name: DeliveryComplete :many
 -- Applies a batch of attempt outcomes, fenced by the attempt count each

@@ -214,7 +214,7 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, errs, err := s.editEndpoint(c.Request().Context(), id, apiKeyOf(c).actor(),
+	e, errs, err := s.editEndpoint(c.Request().Context(), id, apiKeyOf(c).actor(), urlSetByOperator,
 		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 			in := inputFromEndpoint(cur)
 			base := in.Headers

@@ -466,6 +466,7 @@ func (e *testEnv) startWorker() *worker.Worker {
 		Pool:         e.pool,
 		SecretKey:    testKey(1),
 		Guard:        ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}),
+		PartnerGuard: e.srv.partnerGuard, // as the server's: a process builds one of each
 		PollInterval: 50 * time.Millisecond,
 	})
 	if err != nil {

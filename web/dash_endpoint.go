@@ -120,7 +120,7 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res := s.testFire(ctx, cfg, keys)
+	res := s.testFire(ctx, cfg, keys, fireOpts{partner: cfg.URLSetBy == urlSetByPartner})
 	if err := audit(ctx, s.q, principalOf(c).actor(), "endpoint.test_fire", "endpoint", id,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode}); err != nil {
 		return err
@@ -303,7 +303,7 @@ func (s *Server) endpointEnable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, problems, err := s.editEndpoint(c.Request().Context(), id, principalOf(c).actor(),
+	_, problems, err := s.editEndpoint(c.Request().Context(), id, principalOf(c).actor(), urlSetByOperator,
 		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 			in := inputFromEndpoint(cur)
 			on := true

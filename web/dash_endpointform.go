@@ -309,7 +309,7 @@ func (s *Server) endpointUpdate(c echo.Context) error {
 	}
 	var f endpointform.Form
 	var in endpointInput
-	saved, errs, err := s.editEndpoint(ctx, id, principalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+	saved, errs, err := s.editEndpoint(ctx, id, principalOf(c).actor(), urlSetByOperator, func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 		p, err := s.q.PartnerGet(ctx, cur.PartnerID)
 		if err != nil {
 			return endpointInput{}, nil, err

@@ -46,19 +46,31 @@ func (s *Server) formTestFire(c echo.Context) error {
 	f, in := s.formOf(c, endpointform.Form{Kind: kind, PartnerID: 1})
 	delete(f.Errors, "filter") // a test send ignores the filter
 	in.Filter = nil
-	// From an edit form, masked header values stand for the stored ones.
+	var o fireOpts
+	// From an edit form, masked header values stand for the stored ones,
+	// which go only to the saved URL.
 	if id, ok := parseID(c.FormValue("endpoint_id")); ok {
 		cur, err := s.q.EndpointGet(c.Request().Context(), id)
 		if err != nil && !db.NoRows(err) {
 			return err
 		}
 		if err == nil {
+			if fe := maskedToOtherURL(cur, in.URL, in.Headers); fe != nil {
+				return s.render(c, http.StatusUnprocessableEntity, endpoint.TestResultView(credentialRefused(*fe)))
+			}
 			if _, err := s.unmaskHeaders(cur, in.Headers); err != nil {
 				return err
 			}
+			// The saved URL of a partner's is dialled as the worker
+			// dials it.
+			o.partner = cur.URLSetBy == urlSetByPartner && strings.TrimSpace(in.URL) == cur.URL
 		}
 	}
-	cfg, errs := validateEndpoint(in, s.guard)
+	guard := s.guard
+	if o.partner {
+		guard = s.partnerGuard
+	}
+	cfg, errs := validateEndpoint(in, guard)
 	for _, e := range errs {
 		if e.Field == "partner_id" || e.Field == "name" || e.Field == "filter" {
 			continue // not needed to send a test
@@ -69,9 +81,15 @@ func (s *Server) formTestFire(c echo.Context) error {
 	}
 	if len(f.Errors) > 0 {
 		res := endpoint.TestResult{Outcome: "permanent", Class: "invalid_request", Error: "Fix the form first: " + strings.Join(sortedErrors(f.Errors), "; ")}
-		res.Verdicts = s.verdicts(c.Request().Context(), in.URL)
+		res.Verdicts = s.verdicts(c.Request().Context(), in.URL, o)
 		return s.render(c, http.StatusOK, endpoint.TestResultView(res))
 	}
-	res := s.testFire(c.Request().Context(), cfg, nil)
+	res := s.testFire(c.Request().Context(), cfg, nil, o)
 	return s.render(c, http.StatusOK, endpoint.TestResultView(res))
+}
+
+// credentialRefused is the test fire's answer (422) when it would send a
+// stored header value to another URL: nothing is sent.
+func credentialRefused(fe fieldError) endpoint.TestResult {
+	return endpoint.TestResult{Outcome: "permanent", Class: "invalid_request", Error: fe.Field + ": " + fe.Message}
 }

@@ -135,7 +135,8 @@ func (s *Server) savedTestFireConfig(ctx context.Context, id int64) (endpointCon
 		return endpointConfig{}, nil, err
 	}
 	cfg, _ := validateEndpoint(in, s.guard)
-	cfg.URL = e.URL // stored as saved, even if a later rule would refuse it now
+	cfg.URL = e.URL           // stored as saved, even if a later rule would refuse it now
+	cfg.URLSetBy = e.URLSetBy // dialled through the guard the worker uses for it
 	keys, err := s.activeKeys(ctx, id)
 	if err != nil {
 		return endpointConfig{}, nil, err

@@ -112,6 +112,9 @@ type endpointConfig struct {
 	// DisableAfterFailures and DisableAfterHours are the failure budget.
 	DisableAfterFailures int32
 	DisableAfterHours    int32
+	// URLSetBy is who set the URL (urlSetByPartner from the portal); ""
+	// is the operator.
+	URLSetBy string
 }
 
 // fieldError is one validation problem, shown next to its field.

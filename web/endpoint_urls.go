@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -115,8 +116,13 @@ func checkPort(port string) string {
 }
 
 // blockedMessage explains a destination the SSRF guard refuses (the guard's
-// message says how HOOKLINE_ALLOW_NETWORKS opens it, when it can).
+// message says how HOOKLINE_ALLOW_NETWORKS opens it, when it can); a
+// partner guard's refusal is worded for the partner (destination.go).
 func blockedMessage(err error) string {
+	var be *ssrf.BlockedError
+	if errors.As(err, &be) && be.Partner() {
+		return partnerBlockedMessage(be)
+	}
 	return "points to a " + err.Error()
 }
 

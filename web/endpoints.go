@@ -44,6 +44,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
 			MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: cfg.SignatureParam, Preset: cfg.Preset,
+			URLSetBy: emptyNil(cfg.URLSetBy),
 		})
 		if db.IsUniqueViolation(err) {
 			return conflict("name", "this partner already has an endpoint with this name")
@@ -85,10 +86,12 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 // editEndpoint changes an endpoint under its row lock (PATCH and the edit
 // form): build turns the stored endpoint into the new input, with any
 // problems found reading it; the whole result is validated before anything
-// is written. It returns the updated endpoint, or the problems (immutable
-// fields first, then one per field) with nothing written; a conflict with
-// another endpoint is an *apiError.
-func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build func(cur db.Endpoint) (endpointInput, []fieldError, error)) (db.Endpoint, []fieldError, error) {
+// is written. by is who edits (urlSetByOperator or urlSetByPartner): a URL
+// a partner changes is judged by the partner guard, and a changed URL is
+// recorded as set by the editor. It returns the updated endpoint, or the
+// problems (immutable fields first, then one per field) with nothing
+// written; a conflict with another endpoint is an *apiError.
+func (s *Server) editEndpoint(ctx context.Context, id int64, actor, by string, build func(cur db.Endpoint) (endpointInput, []fieldError, error)) (db.Endpoint, []fieldError, error) {
 	var e db.Endpoint
 	var problems []fieldError
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -111,7 +114,8 @@ func (s *Server) editEndpoint(ctx context.Context, id int64, actor string, build
 		if in.Kind != cur.Kind {
 			problems = append(problems, fieldError{"kind", "cannot be changed; create a new endpoint of the other kind"})
 		}
-		cfg, errs := validateEndpoint(in, s.guard)
+		cfg, errs := validateEndpoint(in, s.urlGuard(cur, in.URL, by))
+		cfg.URLSetBy = by
 		seen := map[string]bool{}
 		for _, fe := range append(readErrs, errs...) {
 			if !seen[fe.Field] {
@@ -139,6 +143,7 @@ var errFormInvalid = errors.New("input has errors")
 // updateEndpoint writes a validated configuration over cur and audits which
 // fields changed; storedHeaders are cur's custom headers in plain text.
 // Re-enabling clears the disabled reason.
+// cfg.URLSetBy is who edits: it is recorded when the URL changes.
 func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpoint, storedHeaders map[string]string, cfg endpointConfig, actor string) (db.Endpoint, error) {
 	headers := cur.Headers
 	headersChanged := !maps.Equal(storedHeaders, cfg.Headers)
@@ -161,6 +166,7 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
 		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
 		MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: ptrTo(cfg.SignatureParam), Preset: ptrTo(cfg.Preset),
+		URLSetBy: urlSetBy(cur, cfg.URL, cfg.URLSetBy),
 	})
 	if db.IsUniqueViolation(err) {
 		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")

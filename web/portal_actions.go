@@ -56,7 +56,7 @@ func (s *Server) portalTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res := s.testFireShown(ctx, cfg, keys, true)
+	res := s.testFire(ctx, cfg, keys, fireOpts{partner: cfg.URLSetBy == urlSetByPartner, portal: true})
 	if err := audit(ctx, s.q, portalOf(c).actor(), "endpoint.test_fire", "endpoint", r.Endpoint.ID,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode}); err != nil {
 		return err

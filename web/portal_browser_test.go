@@ -22,7 +22,9 @@ import (
 // receiver gets signed with the new secret.
 func TestBrowserPartnerPortal(t *testing.T) {
 	chromiumPath(t) // before any setup: fail or skip at once
-	env := newEnv(t, allowLoopback, func(c *Config) { c.Portal.Title = "Acme Deliveries" })
+	// The partner's receivers are on loopback: the partner guard opens it
+	// too, as an operator opens an on-premise range for partners.
+	env := newEnv(t, allowLoopback, allowPartnerLoopback, func(c *Config) { c.Portal.Title = "Acme Deliveries" })
 	base := env.server()
 	oldHost := newHookReceiver(t, http.StatusNotFound, 0, "no such hook")     // the URL the partner moved away from
 	newHost := newHookReceiver(t, http.StatusOK, 0, `{"received":true}`)      // where it receives webhooks now

@@ -67,15 +67,24 @@ func (s *Server) portalEditSave(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	pid := portalOf(c).PartnerID
+	// A new URL's host is looked up before the row is locked (the lookup
+	// may take seconds); its refusal is one of the edit's problems, so
+	// nothing is written and the form shows every problem at once.
+	var resolved []fieldError
+	if typed := strings.TrimSpace(c.FormValue("url")); typed != r.Endpoint.URL {
+		if msg := s.checkPartnerURL(ctx, r.Endpoint.Kind, typed); msg != "" {
+			resolved = append(resolved, fieldError{"url", msg})
+		}
+	}
 	var f portal.Edit
-	_, errs, err := s.editEndpoint(ctx, r.Endpoint.ID, portalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+	_, errs, err := s.editEndpoint(ctx, r.Endpoint.ID, portalOf(c).actor(), urlSetByPartner, func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 		if cur.PartnerID != pid { // cannot happen: endpoints never change partner
 			return endpointInput{}, nil, notFound("endpoint")
 		}
 		var in endpointInput
 		var read []fieldError
 		f, in, read = portalEditInput(c, cur)
-		return in, read, nil
+		return in, append(resolved, read...), nil
 	})
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Field != "" && ae.Status < 500 {
@@ -136,11 +145,23 @@ func (s *Server) portalFormTestFire(c echo.Context) error {
 	for _, e := range read {
 		f.Errors[e.Field] = e.Message
 	}
+	// Stored header values go only to the saved URL.
+	if fe := maskedToOtherURL(r.Endpoint, in.URL, in.Headers); fe != nil {
+		return s.render(c, http.StatusUnprocessableEntity, portal.TestResult(credentialRefused(*fe)))
+	}
 	if _, err := s.unmaskHeaders(r.Endpoint, in.Headers); err != nil {
 		return err
 	}
 	in.Filter = nil // a test send ignores the filter
-	cfg, errs := validateEndpoint(in, s.guard)
+	// The partner guard judges and dials what the partner typed, and the
+	// saved URL when the partner set it; an operator's saved URL is
+	// dialled as the worker dials it.
+	o := fireOpts{portal: true, partner: in.URL != r.Endpoint.URL || r.Endpoint.URLSetBy == urlSetByPartner}
+	guard := s.guard
+	if o.partner {
+		guard = s.partnerGuard
+	}
+	cfg, errs := validateEndpoint(in, guard)
 	for _, e := range errs {
 		if _, ok := f.Errors[e.Field]; !ok {
 			f.Errors[e.Field] = e.Message
@@ -148,14 +169,16 @@ func (s *Server) portalFormTestFire(c echo.Context) error {
 	}
 	if len(f.Errors) > 0 {
 		res := endpoint.TestResult{Outcome: "permanent", Class: "invalid_request", Error: "Fix the form first: " + strings.Join(sortedErrors(f.Errors), "; ")}
-		res.Verdicts = s.verdicts(ctx, in.URL)
+		res.Verdicts = s.verdicts(ctx, in.URL, o)
 		return s.render(c, http.StatusOK, portal.TestResult(res))
 	}
+	// Signed with the endpoint's own keys, also for another URL: see
+	// maskedToOtherURL for why the signature is not a credential sent.
 	keys, err := s.activeKeys(ctx, r.Endpoint.ID)
 	if err != nil {
 		return err
 	}
-	res := s.testFireShown(ctx, cfg, keys, true)
+	res := s.testFire(ctx, cfg, keys, o)
 	if err := audit(ctx, s.q, portalOf(c).actor(), "endpoint.test_fire", "endpoint", r.Endpoint.ID,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode, "unsaved": true}); err != nil {
 		return err

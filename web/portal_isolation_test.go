@@ -31,7 +31,9 @@ type portalFixture struct {
 
 func newPortalFixture(t *testing.T) *portalFixture {
 	t.Helper()
-	env := newEnv(t, allowLoopback)
+	// The partners' receivers are on loopback: the partner guard opens it
+	// too, as an operator opens an on-premise range for partners.
+	env := newEnv(t, allowLoopback, allowPartnerLoopback)
 	f := &portalFixture{env: env, base: env.server()}
 	f.recvA = newHookReceiver(t, http.StatusOK, 0, `{"status":"accepted by alpha"}`)
 	f.recvB = newHookReceiver(t, http.StatusOK, 0, `{"status":"accepted by beta"}`)

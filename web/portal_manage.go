@@ -77,10 +77,19 @@ func (s *Server) portalCreate(c echo.Context) error {
 	if f.Preview, err = s.preview(ctx, endpointform.Form{Kind: kind, URL: f.URL, MacroStyle: f.MacroStyle, EventTypes: f.EventTypes}); err != nil {
 		return err
 	}
-	cfg, errs := validateEndpoint(in, s.guard)
+	// The partner's URL is judged by the partner guard, its name's
+	// addresses too, and is recorded as the partner's: the worker dials it
+	// through the same guard.
+	cfg, errs := validateEndpoint(in, s.partnerGuard)
+	cfg.URLSetBy = urlSetByPartner
 	for _, e := range errs {
 		if _, ok := f.Errors[e.Field]; !ok {
 			f.Errors[e.Field] = e.Message
+		}
+	}
+	if _, ok := f.Errors["url"]; !ok {
+		if msg := s.checkPartnerURL(ctx, kind, f.URL); msg != "" {
+			f.Errors["url"] = msg
 		}
 	}
 	if len(f.Errors) == 0 {
@@ -148,7 +157,7 @@ func (s *Server) portalEndpointEdit(c echo.Context, change func(*endpointInput))
 		return db.Endpoint{}, nil, err
 	}
 	pid := portalOf(c).PartnerID
-	return s.editEndpoint(c.Request().Context(), r.Endpoint.ID, portalOf(c).actor(), func(cur db.Endpoint) (endpointInput, []fieldError, error) {
+	return s.editEndpoint(c.Request().Context(), r.Endpoint.ID, portalOf(c).actor(), urlSetByPartner, func(cur db.Endpoint) (endpointInput, []fieldError, error) {
 		if cur.PartnerID != pid { // cannot happen: endpoints never change partner
 			return endpointInput{}, nil, notFound("endpoint")
 		}

@@ -42,7 +42,7 @@ func (e *testEnv) auditCount(actor, action string) int {
 // operator allows it; refused (403, controls hidden) otherwise, and
 // refused again at once when the operator turns it off.
 func TestPortalManageEndpoints(t *testing.T) {
-	env := newEnv(t, allowLoopback)
+	env := newEnv(t, allowLoopback, allowPartnerLoopback)
 	base := env.server()
 	recv := newHookReceiver(t, http.StatusOK, 0, "ok")
 	pid := env.createPartner("Alpha")

@@ -21,3 +21,11 @@ func samePtr[T comparable](a, b *T) bool {
 	}
 	return *a == *b
 }
+
+// emptyNil is nil for "", else a pointer to a copy of s.
+func emptyNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

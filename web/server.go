@@ -5,11 +5,14 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -35,9 +38,17 @@ type Config struct {
 	// Box seals and opens endpoint secrets and custom header values; the
 	// process builds one and shares it with the worker. Built from
 	// SecretKey when nil.
-	Box          *secretbox.Box
-	SessionKey   []byte // authenticates and encrypts session cookies
-	Guard        *ssrf.Guard
+	Box        *secretbox.Box
+	SessionKey []byte // authenticates and encrypts session cookies
+	Guard      *ssrf.Guard
+	// PartnerGuard judges the URLs partners enter in the portal, when they
+	// are saved and when they are dialled (HOOKLINE_PARTNER_ALLOW_NETWORKS);
+	// public addresses only when nil, whatever Guard allows.
+	PartnerGuard *ssrf.Guard
+	// Resolver looks up the addresses of a host a partner enters and of a
+	// test fire's destination; net.DefaultResolver when nil (tests give
+	// one that answers without DNS).
+	Resolver     Resolver
 	MaxBodyBytes int64
 	// Limits are the edge's body limits and deadlines (DefaultLimits for
 	// zero fields); MaxBodyBytes, when set, is the API's body limit.
@@ -82,6 +93,12 @@ type LocalWorker interface {
 	WakeFor(endpointIDs ...int64)
 }
 
+// Resolver is the host lookup the web server needs (*net.Resolver
+// implements it).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
 // Server is the HTTP handler for everything hookline serves.
 type Server struct {
 	e     *echo.Echo
@@ -103,6 +120,11 @@ type Server struct {
 	limits   Limits
 	sso      *sso.Client // nil without single sign-on
 	send     *sender.Sender
+	// partnerGuard and partnerSend judge and dial what partners set (see
+	// destination); resolver looks hosts up.
+	partnerGuard *ssrf.Guard
+	partnerSend  *sender.Sender
+	resolver     Resolver
 	// watchedAt is when this replica's alert watch last held the lock
 	// and finished (UnixNano; 0 before): see watchAlertsOnce.
 	watchedAt atomic.Int64
@@ -143,6 +165,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.PartnerGuard == nil {
+		cfg.PartnerGuard = ssrf.NewPartner(nil)
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
 	s := &Server{
 		e:        echo.New(),
 		pool:     cfg.Pool,
@@ -151,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		box:      box,
 		guard:    cfg.Guard,
 		cfg:      cfg,
+		resolver: cfg.Resolver,
 		log:      cfg.Logger,
 		now:      cfg.Now,
 	}
@@ -168,6 +197,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	s.partnerGuard = cfg.PartnerGuard
+	s.partnerSend, err = sender.New(sender.Options{Guard: cfg.PartnerGuard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,17 +22,22 @@ import (
 // testEventType marks test fires; receivers can ignore it.
 const testEventType = "hookline.test"
 
+// fireOpts says how a test fire is dialled and shown.
+type fireOpts struct {
+	// partner dials through the partner guard: the URL was typed or last
+	// set by a partner (see destination.go).
+	partner bool
+	// portal shows the result to a partner: custom header values masked
+	// in the request, refusals without the operator's configuration hints,
+	// and no response body from an address that is not public.
+	portal bool
+}
+
 // testFire sends one sample event to a (saved or not yet saved) endpoint
 // configuration with the one-shot sender, exactly as a delivery would be
 // sent, and describes everything: the request, the answer, and the SSRF
 // guard's verdict on every address the host resolves to. Nothing is queued.
-func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte) endpoint.TestResult {
-	return s.testFireShown(ctx, cfg, keys, false)
-}
-
-// testFireShown is testFire showing the request exactly, or redacted
-// (custom header values masked) as the partner portal shows it.
-func (s *Server) testFireShown(ctx context.Context, cfg endpointConfig, keys [][]byte, redacted bool) endpoint.TestResult {
+func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte, o fireOpts) endpoint.TestResult {
 	now := s.now()
 	id, _ := uuid.NewV7()
 	var res endpoint.TestResult
@@ -45,20 +50,45 @@ func (s *Server) testFireShown(ctx context.Context, cfg endpointConfig, keys [][
 		if errors.As(err, &terr) {
 			res.Class = sender.ClassInvalidRequest
 		}
-		res.Verdicts = s.verdicts(ctx, cfg.URL)
+		res.Verdicts = s.verdicts(ctx, cfg.URL, o)
 		return res
 	}
-	if redacted {
+	if o.portal {
 		res.Request = req.Redacted("hookline/" + s.cfg.Version).String()
 	} else {
 		res.Request = req.Exact("hookline/" + s.cfg.Version).String()
 	}
-	res.Verdicts = s.verdicts(ctx, req.URL)
-	r := s.send.Send(ctx, req.Request)
+	res.Verdicts = s.verdicts(ctx, req.URL, o)
+	send := s.send
+	if o.partner {
+		send = s.partnerSend
+	}
+	r := send.Send(ctx, req.Request)
 	res.Outcome, res.Class, res.StatusCode = string(r.Outcome), r.ErrorClass, r.StatusCode
 	res.DurationMs = float64(r.Duration) / float64(time.Millisecond)
 	res.Error, res.Excerpt, res.RemoteAddr = r.Error, r.Excerpt, r.RemoteAddr
+	if o.portal && r.RemoteClass != ssrf.ClassPublic {
+		hidePrivateAnswer(&res)
+	}
 	return res
+}
+
+// hidePrivateAnswer keeps what a receiver said out of a portal test fire
+// whose connection went to an address that is not public (one an operator
+// opened with HOOKLINE_PARTNER_ALLOW_NETWORKS for an on-premise receiver,
+// or, for a URL the operator set, with HOOKLINE_ALLOW_NETWORKS): status and
+// latency say whether the receiver works; its body, or where it redirects,
+// could be anything inside the network. No connection, no answer to hide.
+func hidePrivateAnswer(res *endpoint.TestResult) {
+	if res.RemoteAddr == "" {
+		return
+	}
+	res.Excerpt, res.ExcerptHidden = "", true
+	if res.Class == sender.ClassRedirect {
+		if i := strings.Index(res.Error, " (to "); i >= 0 {
+			res.Error = res.Error[:i]
+		}
+	}
 }
 
 // testFireEvent is the sample event a test fire sends: the postback
@@ -119,16 +149,24 @@ func testFireRequest(cfg endpointConfig, keys [][]byte, ev request.Event, now ti
 	return request.Build(ep, keys, ev, now)
 }
 
-// verdicts resolves the URL's host and asks the guard about every address.
-// The sender checks again at dial time; this is the explanation.
-func (s *Server) verdicts(ctx context.Context, raw string) []endpoint.Verdict {
+// verdicts resolves the URL's host and asks the guard that will dial it
+// about every address. The sender checks again at dial time; this is the
+// explanation.
+func (s *Server) verdicts(ctx context.Context, raw string, o fireOpts) []endpoint.Verdict {
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
 		return nil
 	}
+	guard, reason := s.guard, reasonOf
+	if o.partner {
+		guard = s.partnerGuard
+	}
+	if o.portal {
+		reason = partnerReasonOf
+	}
 	host := u.Hostname()
-	if err := s.guard.CheckHost(host); err != nil {
-		return []endpoint.Verdict{{Addr: host, Allowed: false, Reason: reasonOf(err)}}
+	if err := guard.CheckHost(host); err != nil {
+		return []endpoint.Verdict{{Addr: host, Allowed: false, Reason: reason(err)}}
 	}
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -136,7 +174,7 @@ func (s *Server) verdicts(ctx context.Context, raw string) []endpoint.Verdict {
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		addrs, err = net.DefaultResolver.LookupNetIP(rctx, "ip", host)
+		addrs, err = s.resolver.LookupNetIP(rctx, "ip", host)
 		if err != nil {
 			return []endpoint.Verdict{{Addr: host, Allowed: false, Reason: "does not resolve: " + err.Error()}}
 		}
@@ -144,8 +182,8 @@ func (s *Server) verdicts(ctx context.Context, raw string) []endpoint.Verdict {
 	out := make([]endpoint.Verdict, 0, len(addrs))
 	for _, a := range addrs {
 		v := endpoint.Verdict{Addr: a.String(), Allowed: true}
-		if err := s.guard.Check(a); err != nil {
-			v.Allowed, v.Reason = false, reasonOf(err)
+		if err := guard.Check(a); err != nil {
+			v.Allowed, v.Reason = false, reason(err)
 		}
 		out = append(out, v)
 	}

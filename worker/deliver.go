@@ -108,7 +108,7 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		o.finished = w.now()
 		return o
 	}
-	o.res = w.send.Send(ctx, req.Request)
+	o.res = w.senderFor(d.PartnerURL).Send(ctx, req.Request)
 	o.finished = w.now()
 	return o
 }

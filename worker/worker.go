@@ -44,7 +44,11 @@ type Config struct {
 	Box       *secretbox.Box
 	SecretKey []byte
 	Guard     *ssrf.Guard
-	UserAgent string
+	// PartnerGuard dials the endpoints whose URL a partner set in the
+	// portal (HOOKLINE_PARTNER_ALLOW_NETWORKS): public addresses only when
+	// nil, whatever Guard allows.
+	PartnerGuard *ssrf.Guard
+	UserAgent    string
 
 	// Concurrency bounds the sends in flight in this process (default 256).
 	Concurrency int
@@ -78,6 +82,9 @@ type Config struct {
 	WorkerID string           // unique per replica; host-pid-random when empty
 	// Sender overrides the HTTP sender (tests); built from Guard when nil.
 	Sender *sender.Sender
+	// PartnerSender overrides the sender of partner-set URLs (tests);
+	// built from PartnerGuard when nil.
+	PartnerSender *sender.Sender
 	// Metrics receives counters and gauges; nil disables them.
 	Metrics *Metrics
 	// PublicURL is the dashboard's base URL, linked from operator
@@ -120,26 +127,32 @@ func DefaultRetention() Retention {
 
 // Worker is one replica of the delivery engine.
 type Worker struct {
-	cfg      Config
-	pool     *pgxpool.Pool
-	q        *db.Queries
-	send     *sender.Sender
-	ownSend  bool
-	box      *secretbox.Box
-	backoff  backoff.Policy
-	breaker  breaker.Policy
-	limits   *ratelimit.Registry
-	secrets  secretCache
-	tmpls    sync.Map    // template string → *postback.Template
-	headers  sync.Map    // endpoint id → headerEntry
-	capped   atomic.Bool // the last claim had rate-limited or paused endpoints
-	log      *slog.Logger
-	now      func() time.Time
-	injected bool       // Config.Now was set: SQL uses it too
-	rndMu    sync.Mutex // the flushers share rnd
-	rnd      backoff.Source
-	id       string
-	metrics  *Metrics
+	cfg     Config
+	pool    *pgxpool.Pool
+	q       *db.Queries
+	send    *sender.Sender
+	ownSend bool
+	// partnerSend dials endpoints whose URL a partner set, through the
+	// partner guard: a name that resolved to a public address when the
+	// partner saved it may resolve to a private one now (DNS rebinding).
+	// Picking it is a field read per delivery (claimed.PartnerURL).
+	partnerSend    *sender.Sender
+	ownPartnerSend bool
+	box            *secretbox.Box
+	backoff        backoff.Policy
+	breaker        breaker.Policy
+	limits         *ratelimit.Registry
+	secrets        secretCache
+	tmpls          sync.Map    // template string → *postback.Template
+	headers        sync.Map    // endpoint id → headerEntry
+	capped         atomic.Bool // the last claim had rate-limited or paused endpoints
+	log            *slog.Logger
+	now            func() time.Time
+	injected       bool       // Config.Now was set: SQL uses it too
+	rndMu          sync.Mutex // the flushers share rnd
+	rnd            backoff.Source
+	id             string
+	metrics        *Metrics
 
 	// replanLater holds the partitioned tables (name → partitioned)
 	// whose replan after an attach could not have its lock.
@@ -259,19 +272,8 @@ func New(cfg Config) (*Worker, error) {
 		suspects: map[string]time.Time{},
 	}
 	w.lockKey.Store(newLockKey())
-	if w.send == nil {
-		ua := cfg.UserAgent
-		if ua == "" {
-			ua = "hookline"
-		}
-		// Up to Concurrency sends may go to one host (many endpoints of one
-		// partner, or one with a high max_in_flight); a smaller idle pool
-		// would close and redial connections under exactly that load.
-		s, err := sender.New(sender.Options{Guard: cfg.Guard, UserAgent: ua, Now: cfg.Now, MaxIdleConnsPerHost: cfg.Concurrency})
-		if err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
-		w.send, w.ownSend = s, true
+	if err := w.buildSenders(cfg); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -292,9 +294,7 @@ func (w *Worker) ID() string { return w.id }
 // other workers as they drain, returns any probe still leased to the queue
 // (due now), flushes telemetry, and returns nil.
 func (w *Worker) Run(ctx context.Context) error {
-	if w.ownSend {
-		defer w.send.Close()
-	}
+	defer w.closeSenders()
 	// Sends outlive ctx by the grace period, so a SIGTERM does not cut off
 	// requests that are about to be answered.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))

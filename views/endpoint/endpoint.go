@@ -177,8 +177,11 @@ type TestResult struct {
 	DurationMs float64
 	Error      string
 	Excerpt    string
-	RemoteAddr string
-	Verdicts   []Verdict
+	// ExcerptHidden: the answer came from an address that is not public
+	// and is not shown (the partner portal).
+	ExcerptHidden bool
+	RemoteAddr    string
+	Verdicts      []Verdict
 }
 
 // Verdict is the SSRF guard's decision on one resolved address.

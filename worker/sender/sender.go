@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -110,6 +111,11 @@ type Result struct {
 	Started    time.Time     // wall clock (Options.Now) at start
 	Duration   time.Duration // monotonic
 	RemoteAddr string        // ip:port actually connected to
+	// RemoteClass is what kind of address RemoteAddr is (public, or opened
+	// by the guard's allow list), so a caller can decide what to show of
+	// the answer without resolving the host again: the partner portal
+	// shows no response body from a non-public address.
+	RemoteClass ssrf.Class
 }
 
 // Options configures a Sender.
@@ -137,6 +143,7 @@ type Options struct {
 // aborting the connections to the request's host (abort).
 type Sender struct {
 	client    *fasthttp.Client
+	guard     *ssrf.Guard
 	userAgent string
 	now       func() time.Time
 	attempts  sync.Pool // *attempt
@@ -153,8 +160,9 @@ type attempt struct {
 	// connection's address: keep-alive makes the same connection (and the
 	// same *net.TCPAddr) come back, and formatting it costs two
 	// allocations.
-	lastRemote    net.Addr
-	lastRemoteStr string
+	lastRemote      net.Addr
+	lastRemoteStr   string
+	lastRemoteClass ssrf.Class
 }
 
 // conn is a dialled connection as the Sender tracks it. Once aborted
@@ -255,7 +263,7 @@ func New(opts Options) (*Sender, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Sender{userAgent: ua, now: now, conns: map[*conn]struct{}{}}
+	s := &Sender{guard: opts.Guard, userAgent: ua, now: now, conns: map[*conn]struct{}{}}
 	s.attempts.New = func() any { return &attempt{} }
 
 	dialer := net.Dialer{
@@ -356,6 +364,19 @@ func (s *Sender) abort(addr string) {
 	s.client.CloseIdleConnections()
 }
 
+// classify is the guard's class of a connection's remote address.
+func (s *Sender) classify(remote net.Addr) ssrf.Class {
+	ta, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return ssrf.ClassNone
+	}
+	ip, ok := netip.AddrFromSlice(ta.IP)
+	if !ok {
+		return ssrf.ClassNone
+	}
+	return s.guard.Classify(ip)
+}
+
 // dialAddr is the address fasthttp dials for u, as its DialTimeout gets
 // it: the host, lower-cased, and the port, the scheme's when u has none.
 func dialAddr(u *url.URL) string {
@@ -432,8 +453,9 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	if remote := resp.RemoteAddr(); remote != nil {
 		if remote != a.lastRemote {
 			a.lastRemote, a.lastRemoteStr = remote, remote.String()
+			a.lastRemoteClass = s.classify(remote)
 		}
-		res.RemoteAddr = a.lastRemoteStr
+		res.RemoteAddr, res.RemoteClass = a.lastRemoteStr, a.lastRemoteClass
 	}
 	if err != nil {
 		classifyError(res, err, parent, timeout)

@@ -364,8 +364,8 @@ func TestSendBlockedDestination(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("handler reached %d times, want 0", n)
 	}
-	if res.RemoteAddr != "" {
-		t.Fatalf("RemoteAddr = %q, want none", res.RemoteAddr)
+	if res.RemoteAddr != "" || res.RemoteClass != ssrf.ClassNone {
+		t.Fatalf("RemoteAddr = %q (%s), want none", res.RemoteAddr, res.RemoteClass)
 	}
 }
 
@@ -582,6 +582,11 @@ func TestSendRemoteAddrAndReuse(t *testing.T) {
 		}
 		if res.RemoteAddr != srv.Listener.Addr().String() {
 			t.Fatalf("RemoteAddr = %q, want %q", res.RemoteAddr, srv.Listener.Addr())
+		}
+		// Loopback is reached only because the test guard allows it:
+		// the class says so without another lookup.
+		if res.RemoteClass != ssrf.ClassAllowListed {
+			t.Fatalf("RemoteClass = %s, want allow-listed", res.RemoteClass)
 		}
 	}
 	// A short body is read to EOF, so keep-alive connections go back to

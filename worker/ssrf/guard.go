@@ -30,6 +30,12 @@ type Guard struct {
 	allow []netip.Prefix
 	v4    []rule
 	v6    []rule
+	// variable is the configuration variable the allow list came from,
+	// named in hints ("" means HOOKLINE_ALLOW_NETWORKS); see NewPartner.
+	variable string
+	// public judges addresses with the same rules and no allow list, for
+	// Classify.
+	public *Guard
 }
 
 // rule is one refused range. Rules are checked in order and the first match
@@ -46,6 +52,11 @@ type BlockedError struct {
 	Addr   netip.Addr
 	Host   string
 	Reason string
+	// Variable is the configuration variable whose prefixes would open
+	// the destination (HOOKLINE_ALLOW_NETWORKS, or
+	// HOOKLINE_PARTNER_ALLOW_NETWORKS for a partner guard); "" is the
+	// former.
+	Variable string
 }
 
 func (e *BlockedError) Error() string {
@@ -63,9 +74,9 @@ func (e *BlockedError) Error() string {
 	return msg
 }
 
-// allowVariable is the configuration variable whose prefixes open refused
+// AllowVariable is the configuration variable whose prefixes open refused
 // ranges (main.go reads it into New's allow list).
-const allowVariable = "HOOKLINE_ALLOW_NETWORKS"
+const AllowVariable = "HOOKLINE_ALLOW_NETWORKS"
 
 // Hint says how an operator could allow the destination, naming
 // HOOKLINE_ALLOW_NETWORKS and a prefix that covers it, or "" when no
@@ -73,6 +84,10 @@ const allowVariable = "HOOKLINE_ALLOW_NETWORKS"
 func (e *BlockedError) Hint() string {
 	if strings.Contains(e.Reason, "metadata") {
 		return "" // never a destination to open
+	}
+	allowVariable := e.Variable
+	if allowVariable == "" {
+		allowVariable = AllowVariable
 	}
 	if e.Addr.IsValid() {
 		p, ok := coveringPrefix(e.Addr.WithZone(""), e.Reason)
@@ -146,6 +161,7 @@ const (
 // form, since addresses are unmapped before they are checked.
 func New(allow []netip.Prefix) *Guard {
 	g := &Guard{v4: ipv4Rules(), v6: ipv6Rules()}
+	g.public = &Guard{v4: g.v4, v6: g.v6}
 	for _, p := range allow {
 		if !p.IsValid() {
 			continue
@@ -206,7 +222,7 @@ func parseAllowEntry(f string) (netip.Prefix, error) {
 // otherwise the error is a *BlockedError naming the reason.
 func (g *Guard) Check(ip netip.Addr) error {
 	if reason := g.reason(ip); reason != "" {
-		return &BlockedError{Addr: ip, Reason: reason}
+		return &BlockedError{Addr: ip, Reason: reason, Variable: g.allowVariable()}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package ssrf
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -25,6 +26,15 @@ import (
 //     purpose, and only their resolved address can be judged.
 //   - Any other name passes.
 func (g *Guard) CheckHost(host string) error {
+	err := g.checkHost(host)
+	var be *BlockedError
+	if errors.As(err, &be) {
+		be.Variable = g.allowVariable()
+	}
+	return err
+}
+
+func (g *Guard) checkHost(host string) error {
 	h, ok := stripPort(host)
 	if !ok {
 		return &BlockedError{Host: host, Reason: "malformed host"}
