@@ -927,7 +927,7 @@ func hintFirstSteps(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) {
 		log.Info("no dashboard user yet: add the first admin with: bin/hookline user add --email you@example.com --role admin")
 	}
 	if n.APIKeys == 0 {
-		log.Info("no API key yet: create one with: bin/hookline apikey create --name NAME")
+		log.Info("no API key yet: create one with: bin/hookline apikey create --name NAME --scope ingest|read|admin")
 	}
 }
 
