@@ -11,15 +11,15 @@ import (
 	"github.com/hookline/hookline/web/account"
 )
 
-// scope is an API route's permission, on its line in routes.go: the route
+// keyScope is an API route's permission, on its line in routes.go: the route
 // takes a key of any of the scopes named, or an admin key. A key bound to
 // a partner is refused: such a route reads or acts across partners.
-func scope(need ...string) echo.MiddlewareFunc { return scopeCheck(need, false) }
+func keyScope(need ...string) echo.MiddlewareFunc { return scopeCheck(need, false) }
 
-// partnerScope is scope for a route that honours a key's partner: its
+// partnerKeyScope is keyScope for a route that honours a key's partner: its
 // handler posts, reads and lists only the events of apiKeyOf(c).PartnerID
 // when the key has one.
-func partnerScope(need ...string) echo.MiddlewareFunc { return scopeCheck(need, true) }
+func partnerKeyScope(need ...string) echo.MiddlewareFunc { return scopeCheck(need, true) }
 
 func scopeCheck(need []string, partnerAware bool) echo.MiddlewareFunc {
 	for _, n := range need {

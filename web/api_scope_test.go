@@ -29,7 +29,7 @@ func (e *testEnv) withKey(scope string, partner int64) *testEnv {
 
 // apiRouteScopes is every API route with the scopes that may call it
 // besides admin, which may call them all; partner marks the routes a key
-// bound to a partner may call (partnerScope). A route missing here fails
+// bound to a partner may call (partnerKeyScope). A route missing here fails
 // TestAPIRouteScopes: each new route is given its scope on purpose.
 var apiRouteScopes = map[string]struct {
 	scopes  []string

@@ -26,41 +26,41 @@ func (s *Server) routes() {
 
 	// JSON API: Authorization: Bearer <api key>. Each route names the
 	// scopes of key it takes (api_scope.go); admin takes every route. A key
-	// bound to a partner is refused by scope and let through by
-	// partnerScope, whose handlers keep to that partner's events.
+	// bound to a partner is refused by keyScope and let through by
+	// partnerKeyScope, whose handlers keep to that partner's events.
 	api := e.Group("/api/v1", s.requireAPIKey)
-	api.POST("/events", s.apiEventCreate, partnerScope(account.ScopeIngest))
-	api.POST("/events/batch", s.apiEventBatch, partnerScope(account.ScopeIngest))
-	api.GET("/events/:id", s.apiEventGet, partnerScope(account.ScopeIngest, account.ScopeRead)) // ingest: the key's own events
-	api.GET("/events", s.apiEventList, partnerScope(account.ScopeRead))
-	api.POST("/partners", s.apiPartnerCreate, scope(account.ScopeAdmin))
-	api.GET("/partners", s.apiPartnerList, scope(account.ScopeRead))
-	api.GET("/partners/:id", s.apiPartnerGet, scope(account.ScopeRead))
-	api.PATCH("/partners/:id", s.apiPartnerPatch, scope(account.ScopeAdmin))
-	api.POST("/endpoints", s.apiEndpointCreate, scope(account.ScopeAdmin))
-	api.GET("/endpoints", s.apiEndpointList, scope(account.ScopeRead))
-	api.GET("/endpoints/:id", s.apiEndpointGet, scope(account.ScopeRead))
-	api.PATCH("/endpoints/:id", s.apiEndpointPatch, scope(account.ScopeAdmin))
-	api.POST("/endpoints/:id/secrets/rotate", s.apiRotateSecret, scope(account.ScopeAdmin))
-	api.POST("/endpoints/:id/pause", s.apiBreaker(actionPause), scope(account.ScopeAdmin))
-	api.POST("/endpoints/:id/resume", s.apiBreaker(actionResume), scope(account.ScopeAdmin))
-	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose), scope(account.ScopeAdmin))
-	api.GET("/endpoints/:id/attempts", s.apiEndpointAttempts, scope(account.ScopeRead))
-	api.POST("/deliveries/:id/resend", s.apiDeliveryResend, scope(account.ScopeAdmin))
-	api.POST("/deliveries/replay", s.apiBulkReplay, scope(account.ScopeAdmin))
-	api.GET("/replays/:id", s.apiReplayJob, scope(account.ScopeRead))
-	api.POST("/replays/:id/cancel", s.apiReplayJobCancel, scope(account.ScopeAdmin))
-	api.GET("/stats", s.apiStats, scope(account.ScopeRead))
-	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters, scope(account.ScopeRead))
-	api.POST("/dead-letters/replay", s.apiReplay, scope(account.ScopeAdmin))
-	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, scope(account.ScopeAdmin))
-	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke, scope(account.ScopeAdmin))
+	api.POST("/events", s.apiEventCreate, partnerKeyScope(account.ScopeIngest))
+	api.POST("/events/batch", s.apiEventBatch, partnerKeyScope(account.ScopeIngest))
+	api.GET("/events/:id", s.apiEventGet, partnerKeyScope(account.ScopeIngest, account.ScopeRead)) // ingest: the key's own events
+	api.GET("/events", s.apiEventList, partnerKeyScope(account.ScopeRead))
+	api.POST("/partners", s.apiPartnerCreate, keyScope(account.ScopeAdmin))
+	api.GET("/partners", s.apiPartnerList, keyScope(account.ScopeRead))
+	api.GET("/partners/:id", s.apiPartnerGet, keyScope(account.ScopeRead))
+	api.PATCH("/partners/:id", s.apiPartnerPatch, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints", s.apiEndpointCreate, keyScope(account.ScopeAdmin))
+	api.GET("/endpoints", s.apiEndpointList, keyScope(account.ScopeRead))
+	api.GET("/endpoints/:id", s.apiEndpointGet, keyScope(account.ScopeRead))
+	api.PATCH("/endpoints/:id", s.apiEndpointPatch, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/secrets/rotate", s.apiRotateSecret, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/pause", s.apiBreaker(actionPause), keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/resume", s.apiBreaker(actionResume), keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose), keyScope(account.ScopeAdmin))
+	api.GET("/endpoints/:id/attempts", s.apiEndpointAttempts, keyScope(account.ScopeRead))
+	api.POST("/deliveries/:id/resend", s.apiDeliveryResend, keyScope(account.ScopeAdmin))
+	api.POST("/deliveries/replay", s.apiBulkReplay, keyScope(account.ScopeAdmin))
+	api.GET("/replays/:id", s.apiReplayJob, keyScope(account.ScopeRead))
+	api.POST("/replays/:id/cancel", s.apiReplayJobCancel, keyScope(account.ScopeAdmin))
+	api.GET("/stats", s.apiStats, keyScope(account.ScopeRead))
+	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters, keyScope(account.ScopeRead))
+	api.POST("/dead-letters/replay", s.apiReplay, keyScope(account.ScopeAdmin))
+	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, keyScope(account.ScopeAdmin))
+	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke, keyScope(account.ScopeAdmin))
 	// Operator notification channels: admin only, reads included, as on
 	// the dashboard (a chat channel's URL is its credential).
-	api.POST("/notification-channels", s.apiChannelCreate, scope(account.ScopeAdmin))
-	api.GET("/notification-channels", s.apiChannelList, scope(account.ScopeAdmin))
-	api.DELETE("/notification-channels/:id", s.apiChannelDelete, scope(account.ScopeAdmin))
-	api.POST("/notification-channels/:id/test", s.apiChannelTest, scope(account.ScopeAdmin))
+	api.POST("/notification-channels", s.apiChannelCreate, keyScope(account.ScopeAdmin))
+	api.GET("/notification-channels", s.apiChannelList, keyScope(account.ScopeAdmin))
+	api.DELETE("/notification-channels/:id", s.apiChannelDelete, keyScope(account.ScopeAdmin))
+	api.POST("/notification-channels/:id/test", s.apiChannelTest, keyScope(account.ScopeAdmin))
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {
