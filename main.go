@@ -8,7 +8,7 @@
 //	hookline [serve]                 web + worker (default)
 //	hookline web | worker            one half only
 //	hookline migrate                 apply migrations and exit
-//	hookline apikey create --name N  print a new API key (last line)
+//	hookline apikey create --name N [--scope S] [--partner ID]  print a new API key (last line)
 //	hookline user add --email E --role admin|operator|viewer [--password-stdin]
 //	hookline demo [--reset]          embedded database, sample partners, simulated receivers
 //	hookline bench                   delivery throughput against the loopback ceiling
@@ -246,7 +246,7 @@ var commands = []subcommand{
 		return serve(ctx, cfg, log, false, true)
 	})},
 	{name: "migrate", summary: "apply database migrations and exit", flags: migrateFlags},
-	{name: "apikey create", synopsis: "--name N", summary: "create an API key and print it (last line of output)", flags: apikeyCreateFlags},
+	{name: "apikey create", synopsis: "--name N [--scope ingest|read|admin] [--partner ID]", summary: "create an API key and print it (last line of output)", flags: apikeyCreateFlags},
 	{name: "user add", synopsis: "--email E [--role admin|operator|viewer] [--password-stdin]", summary: "add a dashboard user", flags: userAddFlags},
 	{name: "demo", synopsis: "[--reset] [--rate N]", summary: "sample partners, simulated receivers, live traffic", flags: demoFlags},
 	{name: "bench", synopsis: "[flags]", summary: "measure delivery throughput (see README)", flags: benchFlags},
@@ -1011,7 +1011,7 @@ func hintFirstSteps(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) {
 		log.Info("no dashboard user yet: add the first admin with: bin/hookline user add --email you@example.com --role admin")
 	}
 	if n.APIKeys == 0 {
-		log.Info("no API key yet: create one with: bin/hookline apikey create --name NAME")
+		log.Info("no API key yet: create one with: bin/hookline apikey create --name NAME --scope ingest|read|admin")
 	}
 }
 
@@ -1036,17 +1036,42 @@ func migrateFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 
 func apikeyCreateFlags(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 	name := fs.String("name", "", "a name that says who uses the key (required)")
+	scope := fs.String("scope", account.ScopeAdmin, "ingest (post events, read back its own), read (every GET) or admin (everything)")
+	partner := fs.Int64("partner", 0, "bind an ingest or read key to the partner with this id")
 	return func() (runFunc, error) {
 		if strings.TrimSpace(*name) == "" {
 			return nil, errors.New("--name is required")
 		}
+		if !account.ValidScope(*scope) {
+			return nil, fmt.Errorf("--scope %q: want ingest, read or admin", *scope)
+		}
+		spec := account.APIKeySpec{Name: *name, Scope: *scope, CreatedBy: "cli"}
+		partnerSet := false
+		fs.Visit(func(f *flag.Flag) { partnerSet = partnerSet || f.Name == "partner" })
+		if partnerSet {
+			switch {
+			case *partner <= 0:
+				return nil, fmt.Errorf("--partner %d: want a partner id (a positive integer)", *partner)
+			case *scope == account.ScopeAdmin:
+				return nil, errors.New("--partner goes with --scope ingest or read: an admin key acts on every partner")
+			}
+			spec.PartnerID = partner
+		}
 		return func(ctx context.Context, cfg config, log *slog.Logger) error {
 			return withDatabase(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool) error {
-				key, row, err := account.CreateAPIKey(ctx, pool, *name, "cli")
+				key, row, err := account.CreateScopedAPIKey(ctx, pool, spec)
+				var fe *account.FieldError
+				if errors.As(err, &fe) {
+					return fmt.Errorf("--%s: %s", fe.Field, fe.Message)
+				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(std.out, "created API key %q (prefix %s); it is shown only once:\n%s\n", row.Name, row.Prefix, key)
+				bound := ""
+				if row.PartnerID != nil {
+					bound = fmt.Sprintf(", bound to partner %d", *row.PartnerID)
+				}
+				fmt.Fprintf(std.out, "created API key %q (prefix %s, scope %s%s); it is shown only once:\n%s\n", row.Name, row.Prefix, row.Scope, bound, key)
 				return nil
 			})
 		}, nil

@@ -11,7 +11,7 @@ import (
 )
 
 const aPIKeyAuthenticate = `-- name: APIKeyAuthenticate :one
-SELECT id, name, prefix, last_used_at
+SELECT id, name, prefix, last_used_at, scope, partner_id
 FROM api_keys
 WHERE key_hash = $1 AND revoked_at IS NULL
 `
@@ -21,9 +21,12 @@ type APIKeyAuthenticateRow struct {
 	Name       string
 	Prefix     string
 	LastUsedAt *time.Time
+	Scope      string
+	PartnerID  *int64
 }
 
 // Looks a key up by the SHA-256 of its value; revoked keys do not match.
+// The scope and partner come with it: each API route checks them.
 func (q *Queries) APIKeyAuthenticate(ctx context.Context, keyHash []byte) (APIKeyAuthenticateRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyAuthenticate, keyHash)
 	var i APIKeyAuthenticateRow
@@ -32,14 +35,16 @@ func (q *Queries) APIKeyAuthenticate(ctx context.Context, keyHash []byte) (APIKe
 		&i.Name,
 		&i.Prefix,
 		&i.LastUsedAt,
+		&i.Scope,
+		&i.PartnerID,
 	)
 	return i, err
 }
 
 const aPIKeyCreate = `-- name: APIKeyCreate :one
-INSERT INTO api_keys (name, prefix, key_hash, created_by)
-VALUES ($1, $2, $3, $4)
-RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at
+INSERT INTO api_keys (name, prefix, key_hash, created_by, scope, partner_id)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at, scope, partner_id
 `
 
 type APIKeyCreateParams struct {
@@ -47,6 +52,8 @@ type APIKeyCreateParams struct {
 	Prefix    string
 	KeyHash   []byte
 	CreatedBy string
+	Scope     string
+	PartnerID *int64
 }
 
 type APIKeyCreateRow struct {
@@ -57,15 +64,21 @@ type APIKeyCreateRow struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scope      string
+	PartnerID  *int64
 }
 
 // Stores a new API key by the SHA-256 of its value; the value itself is never stored.
+// scope and partner_id are checked by the table (migration 00028): an
+// unknown partner fails with 23503, an admin key bound to one with 23514.
 func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (APIKeyCreateRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyCreate,
 		arg.Name,
 		arg.Prefix,
 		arg.KeyHash,
 		arg.CreatedBy,
+		arg.Scope,
+		arg.PartnerID,
 	)
 	var i APIKeyCreateRow
 	err := row.Scan(
@@ -76,26 +89,34 @@ func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (API
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.Scope,
+		&i.PartnerID,
 	)
 	return i, err
 }
 
 const aPIKeyList = `-- name: APIKeyList :many
-SELECT id, name, prefix, created_by, created_at, last_used_at, revoked_at
-FROM api_keys
-ORDER BY revoked_at IS NOT NULL, created_at DESC
+SELECT k.id, k.name, k.prefix, k.created_by, k.created_at, k.last_used_at, k.revoked_at,
+       k.scope, k.partner_id, p.name AS partner_name
+FROM api_keys k
+LEFT JOIN partners p ON p.id = k.partner_id
+ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC
 `
 
 type APIKeyListRow struct {
-	ID         int64
-	Name       string
-	Prefix     string
-	CreatedBy  string
-	CreatedAt  time.Time
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
+	ID          int64
+	Name        string
+	Prefix      string
+	CreatedBy   string
+	CreatedAt   time.Time
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
+	Scope       string
+	PartnerID   *int64
+	PartnerName *string
 }
 
+// Every key for the settings page, with its partner's name. Reads only.
 func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 	rows, err := q.db.Query(ctx, aPIKeyList)
 	if err != nil {
@@ -113,6 +134,9 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 			&i.CreatedAt,
 			&i.LastUsedAt,
 			&i.RevokedAt,
+			&i.Scope,
+			&i.PartnerID,
+			&i.PartnerName,
 		); err != nil {
 			return nil, err
 		}
@@ -127,7 +151,7 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 const aPIKeyRevoke = `-- name: APIKeyRevoke :one
 UPDATE api_keys SET revoked_at = now()
 WHERE id = $1 AND revoked_at IS NULL
-RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at
+RETURNING id, name, prefix, created_by, created_at, last_used_at, revoked_at, scope, partner_id
 `
 
 type APIKeyRevokeRow struct {
@@ -138,6 +162,8 @@ type APIKeyRevokeRow struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scope      string
+	PartnerID  *int64
 }
 
 // Revokes a key: it stops authenticating at once and stays listed as revoked.
@@ -153,6 +179,8 @@ func (q *Queries) APIKeyRevoke(ctx context.Context, id int64) (APIKeyRevokeRow, 
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.Scope,
+		&i.PartnerID,
 	)
 	return i, err
 }

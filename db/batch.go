@@ -190,9 +190,9 @@ WITH taken AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
 SELECT $1::uuid, $2::text, $3::json, $4::text, $5::bigint,
-       $6::text[], $7::text[]
+       $6::text[], $7::text[], $8::bigint
 WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id
 `
@@ -211,6 +211,7 @@ type EventInsertBatchParams struct {
 	PartnerID      *int64
 	SearchKeys     []string
 	SearchValues   []string
+	APIKeyID       *int64
 }
 
 // Stores events in one round trip. An idempotency key already used inserts
@@ -219,7 +220,8 @@ type EventInsertBatchParams struct {
 // of the same key to commit, so two racing requests cannot both create it.
 // search_keys/search_values are the payload's search keys, extracted by the
 // caller (NULL when it has none). The key is taken in event_keys
-// (migration 00022) and the event stored only when it was.
+// (migration 00022) and the event stored only when it was. api_key_id is
+// the key that posted it (migration 00028).
 func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchParams) *EventInsertBatchBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -231,6 +233,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchPa
 			a.PartnerID,
 			a.SearchKeys,
 			a.SearchValues,
+			a.APIKeyID,
 		}
 		batch.Queue(eventInsertBatch, vals...)
 	}
@@ -265,7 +268,8 @@ const eventInsertSet = `-- name: EventInsertSet :batchmany
 WITH v AS (
     SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS type, unnest($5::text[]) AS payload,
            unnest($6::text[]) AS key, unnest($7::bigint[]) AS partner_id,
-           unnest($8::int[]) AS search_at, unnest($9::int[]) AS n_search,
+           unnest($8::bigint[]) AS api_key_id,
+           unnest($9::int[]) AS search_at, unnest($10::int[]) AS n_search,
            generate_subscripts($3::uuid[], 1) AS n
 ), taken AS (
     INSERT INTO event_keys (idempotency_key, event_id)
@@ -273,10 +277,11 @@ WITH v AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN ($1::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
-       CASE WHEN v.n_search > 0 THEN ($2::text[])[v.search_at + 1 : v.search_at + v.n_search] END
+       CASE WHEN v.n_search > 0 THEN ($2::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
+       NULLIF(v.api_key_id, 0)
 FROM v
 WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n
@@ -297,6 +302,7 @@ type EventInsertSetParams struct {
 	Payloads      []string
 	Keys          []string
 	PartnerIds    []int64
+	APIKeyIDs     []int64
 	SearchOffsets []int32
 	SearchCounts  []int32
 }
@@ -305,7 +311,8 @@ type EventInsertSetParams struct {
 // statement per event, and a statement's own start was most of an event's
 // cost; see worker/bench/performance.md). The arrays are parallel, one
 // element per event: an empty @keys element is no idempotency key (a key
-// is 1 to 255 characters) and partner 0 is none. An event's search keys
+// is 1 to 255 characters), partner 0 is none and API key 0 is none (the
+// key that posted the event, migration 00028). An event's search keys
 // and values are the slice @search_counts long at @search_offsets of
 // @search_keys/@search_values (NULL when it has none). Returns the ids
 // inserted: an idempotency key used before, or earlier in the same set,
@@ -327,6 +334,7 @@ func (q *Queries) EventInsertSet(ctx context.Context, arg []EventInsertSetParams
 			a.Payloads,
 			a.Keys,
 			a.PartnerIds,
+			a.APIKeyIDs,
 			a.SearchOffsets,
 			a.SearchCounts,
 		}

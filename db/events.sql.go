@@ -65,7 +65,7 @@ func (q *Queries) EndpointFilterPreviewEvents(ctx context.Context, arg EndpointF
 }
 
 const eventGet = `-- name: EventGet :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values FROM events WHERE id = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values, api_key_id FROM events WHERE id = $1
 `
 
 func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
@@ -80,12 +80,47 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 		&i.CreatedAt,
 		&i.SearchKeys,
 		&i.SearchValues,
+		&i.APIKeyID,
+	)
+	return i, err
+}
+
+const eventGetForPartner = `-- name: EventGetForPartner :one
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id
+FROM events ev
+WHERE ev.id = $1
+  AND (ev.partner_id = $2
+       OR EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+                  WHERE d.event_id = ev.id AND e.partner_id = $2))
+`
+
+type EventGetForPartnerParams struct {
+	ID        uuid.UUID
+	PartnerID *int64
+}
+
+// An event of one partner, for an API key bound to it: posted for the
+// partner, or with a delivery to one of its endpoints (as its portal sees
+// it, PortalEventGet). No row for an event of others only. Reads only.
+func (q *Queries) EventGetForPartner(ctx context.Context, arg EventGetForPartnerParams) (Event, error) {
+	row := q.db.QueryRow(ctx, eventGetForPartner, arg.ID, arg.PartnerID)
+	var i Event
+	err := row.Scan(
+		&i.ID,
+		&i.Type,
+		&i.Payload,
+		&i.IdempotencyKey,
+		&i.PartnerID,
+		&i.CreatedAt,
+		&i.SearchKeys,
+		&i.SearchValues,
+		&i.APIKeyID,
 	)
 	return i, err
 }
 
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
-SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values FROM event_keys k JOIN events ev ON ev.id = k.event_id
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id FROM event_keys k JOIN events ev ON ev.id = k.event_id
 WHERE k.idempotency_key = ANY($1::text[])
 `
 
@@ -107,6 +142,7 @@ func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string)
 			&i.CreatedAt,
 			&i.SearchKeys,
 			&i.SearchValues,
+			&i.APIKeyID,
 		); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ type NewEvent struct {
 	Payload        []byte // the exact bytes signed and sent
 	IdempotencyKey *string
 	PartnerID      *int64
+	APIKeyID       *int64   // the key that posted it; nil when none
 	SearchKeys     []string // parallel to SearchValues; nil when none
 	SearchValues   []string
 }
@@ -22,6 +23,7 @@ func EventSet(events []NewEvent) []EventInsertSetParams {
 		Payloads:      make([]string, len(events)),
 		Keys:          make([]string, len(events)),
 		PartnerIds:    make([]int64, len(events)),
+		APIKeyIDs:     make([]int64, len(events)),
 		SearchOffsets: make([]int32, len(events)),
 		SearchCounts:  make([]int32, len(events)),
 		SearchKeys:    []string{},
@@ -34,6 +36,9 @@ func EventSet(events []NewEvent) []EventInsertSetParams {
 		}
 		if e.PartnerID != nil {
 			p.PartnerIds[i] = *e.PartnerID
+		}
+		if e.APIKeyID != nil {
+			p.APIKeyIDs[i] = *e.APIKeyID
 		}
 		p.SearchOffsets[i], p.SearchCounts[i] = int32(len(p.SearchKeys)), int32(len(e.SearchKeys))
 		p.SearchKeys = append(p.SearchKeys, e.SearchKeys...)

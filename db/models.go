@@ -139,6 +139,7 @@ type Event struct {
 	CreatedAt      time.Time
 	SearchKeys     []string
 	SearchValues   []string
+	APIKeyID       *int64
 }
 
 type NotificationChannel struct {

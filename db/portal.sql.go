@@ -560,7 +560,7 @@ func (q *Queries) PortalEndpointList(ctx context.Context, partnerID int64) ([]Po
 }
 
 const portalEventGet = `-- name: PortalEventGet :one
-SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id
 FROM events ev
 WHERE ev.id = $1
   AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
@@ -586,6 +586,7 @@ func (q *Queries) PortalEventGet(ctx context.Context, arg PortalEventGetParams) 
 		&i.CreatedAt,
 		&i.SearchKeys,
 		&i.SearchValues,
+		&i.APIKeyID,
 	)
 	return i, err
 }

@@ -5,7 +5,8 @@
 -- of the same key to commit, so two racing requests cannot both create it.
 -- search_keys/search_values are the payload's search keys, extracted by the
 -- caller (NULL when it has none). The key is taken in event_keys
--- (migration 00022) and the event stored only when it was.
+-- (migration 00022) and the event stored only when it was. api_key_id is
+-- the key that posted it (migration 00028).
 WITH taken AS (
     INSERT INTO event_keys (idempotency_key, event_id)
     SELECT sqlc.narg('idempotency_key')::text, @id::uuid
@@ -13,9 +14,9 @@ WITH taken AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
 SELECT @id::uuid, @type::text, @payload::json, sqlc.narg('idempotency_key')::text, sqlc.narg('partner_id')::bigint,
-       sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[]
+       sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[], sqlc.narg('api_key_id')::bigint
 WHERE sqlc.narg('idempotency_key')::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id;
 
@@ -24,7 +25,8 @@ RETURNING id;
 -- statement per event, and a statement's own start was most of an event's
 -- cost; see worker/bench/performance.md). The arrays are parallel, one
 -- element per event: an empty @keys element is no idempotency key (a key
--- is 1 to 255 characters) and partner 0 is none. An event's search keys
+-- is 1 to 255 characters), partner 0 is none and API key 0 is none (the
+-- key that posted the event, migration 00028). An event's search keys
 -- and values are the slice @search_counts long at @search_offsets of
 -- @search_keys/@search_values (NULL when it has none). Returns the ids
 -- inserted: an idempotency key used before, or earlier in the same set,
@@ -38,6 +40,7 @@ RETURNING id;
 WITH v AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@types::text[]) AS type, unnest(@payloads::text[]) AS payload,
            unnest(@keys::text[]) AS key, unnest(@partner_ids::bigint[]) AS partner_id,
+           unnest(@api_key_ids::bigint[]) AS api_key_id,
            unnest(@search_offsets::int[]) AS search_at, unnest(@search_counts::int[]) AS n_search,
            generate_subscripts(@ids::uuid[], 1) AS n
 ), taken AS (
@@ -46,10 +49,11 @@ WITH v AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN (@search_keys::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
-       CASE WHEN v.n_search > 0 THEN (@search_values::text[])[v.search_at + 1 : v.search_at + v.n_search] END
+       CASE WHEN v.n_search > 0 THEN (@search_values::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
+       NULLIF(v.api_key_id, 0)
 FROM v
 WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n
@@ -88,6 +92,17 @@ SELECT pg_notification_queue_usage()::float8 AS usage;
 
 -- name: EventGet :one
 SELECT * FROM events WHERE id = @id;
+
+-- name: EventGetForPartner :one
+-- An event of one partner, for an API key bound to it: posted for the
+-- partner, or with a delivery to one of its endpoints (as its portal sees
+-- it, PortalEventGet). No row for an event of others only. Reads only.
+SELECT ev.*
+FROM events ev
+WHERE ev.id = @id
+  AND (ev.partner_id = @partner_id
+       OR EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+                  WHERE d.event_id = ev.id AND e.partner_id = @partner_id));
 
 -- name: EventListByIdempotencyKeys :many
 SELECT ev.* FROM event_keys k JOIN events ev ON ev.id = k.event_id

@@ -15,9 +15,11 @@ const ctxAPIKey = "hookline.api_key"
 
 // apiPrincipal is the authenticated API key of a request.
 type apiPrincipal struct {
-	ID     int64
-	Name   string
-	Prefix string
+	ID        int64
+	Name      string
+	Prefix    string
+	Scope     string // account.ScopeIngest, ScopeRead or ScopeAdmin
+	PartnerID *int64 // the partner the key is bound to, if any
 }
 
 // actor names the key in the audit log.
@@ -26,7 +28,8 @@ func (p apiPrincipal) actor() string { return "api_key:" + p.Prefix }
 var errUnauthorized = &apiError{http.StatusUnauthorized, "unauthorized", "missing or invalid API key: send Authorization: Bearer <key>", ""}
 
 // requireAPIKey authenticates "Authorization: Bearer <key>" against the
-// stored hashes of unrevoked keys.
+// stored hashes of unrevoked keys. What the key may then do is each
+// route's scope (api_scope.go).
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header.Get("Authorization")
@@ -48,7 +51,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 		}
-		c.Set(ctxAPIKey, apiPrincipal{ID: row.ID, Name: row.Name, Prefix: row.Prefix})
+		c.Set(ctxAPIKey, apiPrincipal{ID: row.ID, Name: row.Name, Prefix: row.Prefix, Scope: row.Scope, PartnerID: row.PartnerID})
 		return next(c)
 	}
 }

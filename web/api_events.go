@@ -23,7 +23,7 @@ func (s *Server) apiEventCreate(c echo.Context) error {
 		}
 		in.IdempotencyKey = &h
 	}
-	results, err := s.ingest(c.Request().Context(), []eventInput{in})
+	results, err := s.ingest(c.Request().Context(), apiKeyOf(c), []eventInput{in})
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Server) apiEventBatch(c echo.Context) error {
 	for i, raw := range in.Events {
 		decodeErrs[i] = decodeEvent(raw, &events[i])
 	}
-	results, err := s.ingestDecoded(c.Request().Context(), events, decodeErrs)
+	results, err := s.ingestDecoded(c.Request().Context(), apiKeyOf(c), events, decodeErrs)
 	if err != nil {
 		return err
 	}
@@ -119,13 +119,14 @@ type deliveryJSON struct {
 }
 
 // apiEventGet: GET /api/v1/events/:id — the event, its deliveries and
-// every attempt.
+// every attempt; of the key's own events for an ingest key, and of its
+// partner's for a key bound to one (apiEventRecord).
 func (s *Server) apiEventGet(c echo.Context) error {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
 		return notFound("event")
 	}
-	ev, dels, attempts, err := s.eventRecord(c.Request().Context(), id)
+	ev, dels, attempts, err := s.apiEventRecord(c.Request().Context(), apiKeyOf(c), id)
 	if err != nil {
 		return missing(err, "event")
 	}

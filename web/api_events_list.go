@@ -35,6 +35,15 @@ func (s *Server) apiEventList(c echo.Context) error {
 	if p.PartnerID, err = idParam(c, "partner_id"); err != nil {
 		return err
 	}
+	// A key bound to a partner lists that partner's events only: those
+	// with a delivery to one of its endpoints, as its portal does.
+	key := apiKeyOf(c)
+	if key.PartnerID != nil {
+		if p.PartnerID != nil && *p.PartnerID != *key.PartnerID {
+			return errPartnerMismatch(*key.PartnerID)
+		}
+		p.PartnerID = key.PartnerID
+	}
 	if p.EndpointID, err = idParam(c, "endpoint_id"); err != nil {
 		return err
 	}
@@ -78,7 +87,17 @@ func (s *Server) apiEventList(c echo.Context) error {
 		ids[i] = r.ID
 	}
 	refs := map[uuid.UUID][]deliveryRef{}
-	if len(ids) > 0 {
+	switch {
+	case len(ids) == 0:
+	case key.PartnerID != nil: // the partner's deliveries only
+		rs, err := s.q.PortalDeliveryRefsByEvents(ctx, db.PortalDeliveryRefsByEventsParams{EventIds: ids, PartnerID: *key.PartnerID})
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			refs[r.EventID] = append(refs[r.EventID], deliveryRef{ID: r.ID, EndpointID: r.EndpointID, Status: r.Status})
+		}
+	default:
 		rs, err := s.q.DeliveryRefsByEvents(ctx, ids)
 		if err != nil {
 			return err

@@ -3,12 +3,14 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/settings"
 	"github.com/hookline/hookline/web/account"
@@ -16,11 +18,16 @@ import (
 
 // apiKeysPage: GET /settings/api-keys (admin)
 func (s *Server) apiKeysPage(c echo.Context) error {
-	return s.renderAPIKeys(c, http.StatusOK, settings.APIKeys{})
+	return s.renderAPIKeys(c, http.StatusOK, settings.APIKeys{Scope: account.ScopeAdmin})
 }
 
 func (s *Server) renderAPIKeys(c echo.Context, status int, p settings.APIKeys) error {
-	rows, err := s.q.APIKeyList(c.Request().Context())
+	ctx := c.Request().Context()
+	rows, err := s.q.APIKeyList(ctx)
+	if err != nil {
+		return err
+	}
+	partners, err := s.q.PartnerList(ctx)
 	if err != nil {
 		return err
 	}
@@ -31,28 +38,49 @@ func (s *Server) renderAPIKeys(c echo.Context, status int, p settings.APIKeys) e
 	p.Now, p.CSRF = s.now(), principalOf(c).CSRF
 	for _, r := range rows {
 		p.Keys = append(p.Keys, settings.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedBy: r.CreatedBy,
-			CreatedAt: r.CreatedAt, LastUsed: r.LastUsedAt, Revoked: r.RevokedAt})
+			CreatedAt: r.CreatedAt, LastUsed: r.LastUsedAt, Revoked: r.RevokedAt, Scope: r.Scope, Partner: deref(r.PartnerName)})
+	}
+	for _, pr := range partners {
+		if pr.ArchivedAt == nil {
+			p.Partners = append(p.Partners, components.Option{Value: strconv.FormatInt(pr.ID, 10), Label: pr.Name})
+		}
 	}
 	return s.render(c, status, settings.APIKeysPage(m, p))
 }
 
 // apiKeyCreate: POST /settings/api-keys (admin) — the key is in this
-// response only.
+// response only. name, scope (admin when empty) and partner (an id, or
+// empty for none).
 func (s *Server) apiKeyCreate(c echo.Context) error {
 	ctx := c.Request().Context()
+	form := settings.APIKeys{Name: c.FormValue("name"), Scope: c.FormValue("scope"), Partner: strings.TrimSpace(c.FormValue("partner"))}
+	spec := account.APIKeySpec{Name: form.Name, Scope: form.Scope, CreatedBy: principalOf(c).Email}
 	var key string
 	var row db.APIKeyCreateRow
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		key, row, err = account.CreateAPIKey(ctx, tx, c.FormValue("name"), principalOf(c).Email)
-		if err != nil {
-			return err
+	err := func() error {
+		if form.Partner != "" {
+			id, err := strconv.ParseInt(form.Partner, 10, 64)
+			if err != nil || id <= 0 {
+				return &account.FieldError{Field: "partner", Message: "must be a partner id (a positive integer)"}
+			}
+			spec.PartnerID = &id
 		}
-		return audit(ctx, s.q.WithTx(tx), principalOf(c).actor(), "api_key.create", "api_key", row.ID, map[string]any{"name": row.Name, "prefix": row.Prefix})
-	})
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			key, row, err = account.CreateScopedAPIKey(ctx, tx, spec)
+			if err != nil {
+				return err
+			}
+			return audit(ctx, s.q.WithTx(tx), principalOf(c).actor(), "api_key.create", "api_key", row.ID, apiKeyAuditDetails(row.Name, row.Prefix, row.Scope, row.PartnerID))
+		})
+	}()
 	var fe *account.FieldError
 	if errors.As(err, &fe) {
-		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, settings.APIKeys{Error: fe.Message})
+		if form.Scope == "" {
+			form.Scope = account.ScopeAdmin
+		}
+		form.Errors = map[string]string{fe.Field: fe.Message}
+		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, form)
 	}
 	if err != nil {
 		return err
@@ -61,6 +89,16 @@ func (s *Server) apiKeyCreate(c echo.Context) error {
 	// rides in the encrypted one-time cookie and is shown once.
 	s.addFlash(c, onceAPIKey, row.Name+"\x1f"+key)
 	return redirectAfterPost(c, "/settings/api-keys")
+}
+
+// apiKeyAuditDetails names a key in the audit log by what it may do; never
+// its value.
+func apiKeyAuditDetails(name, prefix, scope string, partnerID *int64) map[string]any {
+	d := map[string]any{"name": name, "prefix": prefix, "scope": scope}
+	if partnerID != nil {
+		d["partner_id"] = *partnerID
+	}
+	return d
 }
 
 // apiKeyRevoke: POST /settings/api-keys/:id/revoke (admin)
@@ -76,7 +114,7 @@ func (s *Server) apiKeyRevoke(c echo.Context) error {
 		if err != nil {
 			return missing(err, "active API key")
 		}
-		return audit(ctx, q, principalOf(c).actor(), "api_key.revoke", "api_key", row.ID, map[string]any{"name": row.Name, "prefix": row.Prefix})
+		return audit(ctx, q, principalOf(c).actor(), "api_key.revoke", "api_key", row.ID, apiKeyAuditDetails(row.Name, row.Prefix, row.Scope, row.PartnerID))
 	})
 	if err != nil {
 		return err

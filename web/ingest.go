@@ -60,19 +60,22 @@ type validated struct {
 	payload []byte // compacted: the exact bytes signed and sent
 	key     *string
 	partner *int64
+	apiKey  int64 // the key that posted it
 }
 
 // ingest validates and stores events: every valid event and its fan-out in
 // one transaction (two round trips however many events), followed by one
 // NOTIFY for the workers. An invalid event is rejected alone; the others
-// are still stored.
-func (s *Server) ingest(ctx context.Context, events []eventInput) ([]ingestResult, error) {
-	return s.ingestDecoded(ctx, events, nil)
+// are still stored. Each event records the key that posted it; a key
+// bound to a partner posts only that partner's events: an event without a
+// partner_id takes the key's, one with another's is refused.
+func (s *Server) ingest(ctx context.Context, by apiPrincipal, events []eventInput) ([]ingestResult, error) {
+	return s.ingestDecoded(ctx, by, events, nil)
 }
 
 // ingestDecoded is ingest with each event's decoding error, if any (a
 // batch decodes its events one by one): such events are rejected alone.
-func (s *Server) ingestDecoded(ctx context.Context, events []eventInput, decodeErrs []error) ([]ingestResult, error) {
+func (s *Server) ingestDecoded(ctx context.Context, by apiPrincipal, events []eventInput, decodeErrs []error) ([]ingestResult, error) {
 	results := make([]ingestResult, len(events))
 	var ok []validated
 	partnerIDs := map[int64]bool{}
@@ -84,11 +87,19 @@ func (s *Server) ingestDecoded(ctx context.Context, events []eventInput, decodeE
 		} else {
 			v, err = validateEvent(in)
 		}
+		if err == nil && by.PartnerID != nil {
+			switch {
+			case v.partner == nil:
+				v.partner = by.PartnerID
+			case *v.partner != *by.PartnerID:
+				err = errPartnerMismatch(*by.PartnerID)
+			}
+		}
 		if err != nil {
 			results[i] = ingestResult{Status: ingestRejected, Error: asAPIError(err)}
 			continue
 		}
-		v.index = i
+		v.index, v.apiKey = i, by.ID
 		id, err := uuid.NewV7()
 		if err != nil {
 			return nil, fmt.Errorf("event id: %w", err)
@@ -242,6 +253,9 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 	events := make([]db.NewEvent, len(ok))
 	for i, v := range ok {
 		events[i] = db.NewEvent{ID: v.id, Type: v.typ, Payload: v.payload, IdempotencyKey: v.key, PartnerID: v.partner}
+		if v.apiKey != 0 {
+			events[i].APIKeyID = &v.apiKey
+		}
 		events[i].SearchKeys, events[i].SearchValues = keys.extract(v.payload)
 	}
 	inserted := make([]bool, len(ok))
@@ -335,7 +349,7 @@ func insertOneByOne(ctx context.Context, q *db.Queries, events []db.NewEvent, in
 	params := make([]db.EventInsertBatchParams, len(events))
 	for i, e := range events {
 		params[i] = db.EventInsertBatchParams{ID: e.ID, Type: e.Type, Payload: e.Payload, IdempotencyKey: e.IdempotencyKey,
-			PartnerID: e.PartnerID, SearchKeys: e.SearchKeys, SearchValues: e.SearchValues}
+			PartnerID: e.PartnerID, SearchKeys: e.SearchKeys, SearchValues: e.SearchValues, APIKeyID: e.APIKeyID}
 	}
 	var batchErr error
 	batchAt := 0

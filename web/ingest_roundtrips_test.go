@@ -29,7 +29,7 @@ func TestIngestTwoRoundTrips(t *testing.T) {
 		{Type: "conversion", Payload: json.RawMessage(`{"status":"approved"}`)},
 	}
 	statements, batches := trips.Counts()
-	results, err := env.srv.ingest(context.Background(), events)
+	results, err := env.srv.ingest(context.Background(), apiPrincipal{}, events)
 	if err != nil {
 		t.Fatal(err)
 	}

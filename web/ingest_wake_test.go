@@ -77,7 +77,7 @@ func TestIngestWakesLocalWorker(t *testing.T) {
 		local.mu.Lock()
 		local.everything = everything
 		local.mu.Unlock()
-		if _, err := env.srv.ingest(context.Background(), events); err != nil {
+		if _, err := env.srv.ingest(context.Background(), apiPrincipal{}, events); err != nil {
 			t.Fatal(err)
 		}
 		woken := local.takeWoken()
@@ -93,7 +93,7 @@ func TestIngestWakesLocalWorker(t *testing.T) {
 		}
 	}
 
-	if _, err := env.srv.ingest(context.Background(), []eventInput{{Type: "unsubscribed", Payload: json.RawMessage(`{}`)}}); err != nil {
+	if _, err := env.srv.ingest(context.Background(), apiPrincipal{}, []eventInput{{Type: "unsubscribed", Payload: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	if woken := local.takeWoken(); len(woken) != 0 {

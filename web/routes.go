@@ -30,39 +30,43 @@ func (s *Server) routes() {
 	// token here; anonymous scrapes go to HOOKLINE_METRICS_ADDR.
 	e.GET("/metrics", s.metricsOnPublic())
 
-	// JSON API: Authorization: Bearer <api key>.
+	// JSON API: Authorization: Bearer <api key>. Each route names the
+	// scopes of key it takes (api_scope.go); admin takes every route. A key
+	// bound to a partner is refused by keyScope and let through by
+	// partnerKeyScope, whose handlers keep to that partner's events.
 	api := e.Group("/api/v1", s.requireAPIKey)
-	api.POST("/events", s.apiEventCreate)
-	api.POST("/events/batch", s.apiEventBatch)
-	api.GET("/events/:id", s.apiEventGet)
-	api.GET("/events", s.apiEventList)
-	api.POST("/partners", s.apiPartnerCreate)
-	api.GET("/partners", s.apiPartnerList)
-	api.GET("/partners/:id", s.apiPartnerGet)
-	api.PATCH("/partners/:id", s.apiPartnerPatch)
-	api.POST("/endpoints", s.apiEndpointCreate)
-	api.GET("/endpoints", s.apiEndpointList)
-	api.GET("/endpoints/:id", s.apiEndpointGet)
-	api.PATCH("/endpoints/:id", s.apiEndpointPatch)
-	api.POST("/endpoints/:id/secrets/rotate", s.apiRotateSecret)
-	api.POST("/endpoints/:id/pause", s.apiBreaker(actionPause))
-	api.POST("/endpoints/:id/resume", s.apiBreaker(actionResume))
-	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose))
-	api.GET("/endpoints/:id/attempts", s.apiEndpointAttempts)
-	api.POST("/deliveries/:id/resend", s.apiDeliveryResend)
-	api.POST("/deliveries/replay", s.apiBulkReplay)
-	api.GET("/replays/:id", s.apiReplayJob)
-	api.POST("/replays/:id/cancel", s.apiReplayJobCancel)
-	api.GET("/stats", s.apiStats)
-	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
-	api.POST("/dead-letters/replay", s.apiReplay)
-	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate)
-	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke)
-	// Operator notification channels.
-	api.POST("/notification-channels", s.apiChannelCreate)
-	api.GET("/notification-channels", s.apiChannelList)
-	api.DELETE("/notification-channels/:id", s.apiChannelDelete)
-	api.POST("/notification-channels/:id/test", s.apiChannelTest)
+	api.POST("/events", s.apiEventCreate, partnerKeyScope(account.ScopeIngest))
+	api.POST("/events/batch", s.apiEventBatch, partnerKeyScope(account.ScopeIngest))
+	api.GET("/events/:id", s.apiEventGet, partnerKeyScope(account.ScopeIngest, account.ScopeRead)) // ingest: the key's own events
+	api.GET("/events", s.apiEventList, partnerKeyScope(account.ScopeRead))
+	api.POST("/partners", s.apiPartnerCreate, keyScope(account.ScopeAdmin))
+	api.GET("/partners", s.apiPartnerList, keyScope(account.ScopeRead))
+	api.GET("/partners/:id", s.apiPartnerGet, keyScope(account.ScopeRead))
+	api.PATCH("/partners/:id", s.apiPartnerPatch, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints", s.apiEndpointCreate, keyScope(account.ScopeAdmin))
+	api.GET("/endpoints", s.apiEndpointList, keyScope(account.ScopeRead))
+	api.GET("/endpoints/:id", s.apiEndpointGet, keyScope(account.ScopeRead))
+	api.PATCH("/endpoints/:id", s.apiEndpointPatch, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/secrets/rotate", s.apiRotateSecret, keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/pause", s.apiBreaker(actionPause), keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/resume", s.apiBreaker(actionResume), keyScope(account.ScopeAdmin))
+	api.POST("/endpoints/:id/force-close", s.apiBreaker(actionForceClose), keyScope(account.ScopeAdmin))
+	api.GET("/endpoints/:id/attempts", s.apiEndpointAttempts, keyScope(account.ScopeRead))
+	api.POST("/deliveries/:id/resend", s.apiDeliveryResend, keyScope(account.ScopeAdmin))
+	api.POST("/deliveries/replay", s.apiBulkReplay, keyScope(account.ScopeAdmin))
+	api.GET("/replays/:id", s.apiReplayJob, keyScope(account.ScopeRead))
+	api.POST("/replays/:id/cancel", s.apiReplayJobCancel, keyScope(account.ScopeAdmin))
+	api.GET("/stats", s.apiStats, keyScope(account.ScopeRead))
+	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters, keyScope(account.ScopeRead))
+	api.POST("/dead-letters/replay", s.apiReplay, keyScope(account.ScopeAdmin))
+	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, keyScope(account.ScopeAdmin))
+	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke, keyScope(account.ScopeAdmin))
+	// Operator notification channels: admin only, reads included, as on
+	// the dashboard (a chat channel's URL is its credential).
+	api.POST("/notification-channels", s.apiChannelCreate, keyScope(account.ScopeAdmin))
+	api.GET("/notification-channels", s.apiChannelList, keyScope(account.ScopeAdmin))
+	api.DELETE("/notification-channels/:id", s.apiChannelDelete, keyScope(account.ScopeAdmin))
+	api.POST("/notification-channels/:id/test", s.apiChannelTest, keyScope(account.ScopeAdmin))
 
 	// Unknown API paths answer in JSON, not with a dashboard page.
 	api.Any("/*", func(c echo.Context) error {

@@ -126,28 +126,6 @@ func AddUser(ctx context.Context, q db.DBTX, email, role, password string) (db.U
 // code and logs scanners.
 const APIKeyPrefix = "hk_"
 
-// CreateAPIKey creates a key and returns its value (shown once) and row.
-func CreateAPIKey(ctx context.Context, q db.DBTX, name, createdBy string) (string, db.APIKeyCreateRow, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", db.APIKeyCreateRow{}, &FieldError{"name", "is required"}
-	}
-	if len(name) > 200 {
-		return "", db.APIKeyCreateRow{}, &FieldError{"name", "must be at most 200 characters"}
-	}
-	key := APIKeyPrefix + RandomToken(32)
-	row, err := db.New(q).APIKeyCreate(ctx, db.APIKeyCreateParams{
-		Name:      name,
-		Prefix:    key[:len(APIKeyPrefix)+8],
-		KeyHash:   HashAPIKey(key),
-		CreatedBy: createdBy,
-	})
-	if err != nil {
-		return "", db.APIKeyCreateRow{}, fmt.Errorf("create api key: %w", err)
-	}
-	return key, row, nil
-}
-
 // HashAPIKey is the stored form of a key. Keys carry 256 random bits, so a
 // fast hash is not brute-forceable and keeps per-request checks cheap.
 func HashAPIKey(key string) []byte {
