@@ -79,11 +79,7 @@ func (s *Server) breakerAction(ctx context.Context, endpointID int64, action, ac
 			return missing(err, "endpoint")
 		}
 		p := breaker.DefaultPolicy()
-		h := breaker.Health{State: breaker.State(row.State), ConsecutiveFailures: int(row.ConsecutiveFailures),
-			Cooldown: time.Duration(row.CooldownSeconds) * time.Second, Paused: row.Paused}
-		if row.OpenedAt != nil {
-			h.OpenedAt = *row.OpenedAt
-		}
+		h := breaker.Stored(row.State, row.ConsecutiveFailures, row.OpenedAt, row.CooldownSeconds, row.Paused)
 		now := s.now()
 		switch action {
 		case actionPause:

@@ -21,12 +21,7 @@ func breakerData(e db.Endpoint, h db.EndpointHealth, now time.Time) components.B
 // breakerHealth is the breaker package's view of a stored endpoint_health
 // row.
 func breakerHealth(h db.EndpointHealth) breaker.Health {
-	b := breaker.Health{State: breaker.State(h.State), ConsecutiveFailures: int(h.ConsecutiveFailures),
-		Cooldown: time.Duration(h.CooldownSeconds) * time.Second, Paused: h.Paused}
-	if h.OpenedAt != nil {
-		b.OpenedAt = *h.OpenedAt
-	}
-	return b
+	return breaker.Stored(h.State, h.ConsecutiveFailures, h.OpenedAt, h.CooldownSeconds, h.Paused)
 }
 
 // nextProbeAt is when the worker will probe an open breaker, nil when no

@@ -58,16 +58,8 @@ func (s *healthState) row() healthRow {
 
 func newHealthState(p breaker.Policy, r db.EndpointHealthLockRow) *healthState {
 	s := &healthState{
-		h: breaker.Health{
-			State:               breaker.State(r.State),
-			ConsecutiveFailures: int(r.ConsecutiveFailures),
-			Cooldown:            time.Duration(r.CooldownSeconds) * time.Second,
-			Paused:              r.Paused,
-		},
+		h:           breaker.Stored(r.State, r.ConsecutiveFailures, r.OpenedAt, r.CooldownSeconds, r.Paused),
 		pausedUntil: r.PausedUntil,
-	}
-	if r.OpenedAt != nil {
-		s.h.OpenedAt = *r.OpenedAt
 	}
 	if r.LastSuccessAt != nil {
 		s.h.LastSuccessAt = *r.LastSuccessAt

@@ -247,8 +247,7 @@ func (w *Worker) startProbes(ctx context.Context) error {
 		if !owned[shardOf(r.EndpointID)] {
 			continue
 		}
-		h := breaker.Health{State: breaker.State(r.State), OpenedAt: deref(r.OpenedAt), Paused: r.Paused,
-			ConsecutiveFailures: int(r.ConsecutiveFailures), Cooldown: time.Duration(r.CooldownSeconds) * time.Second}
+		h := breaker.Stored(r.State, r.ConsecutiveFailures, r.OpenedAt, r.CooldownSeconds, r.Paused)
 		if _, due := w.breaker.StartProbe(h, now); due {
 			ids = append(ids, r.EndpointID)
 			opened = append(opened, *r.OpenedAt)

@@ -65,6 +65,20 @@ type Health struct {
 	LastFailureAt time.Time
 }
 
+// Stored is the Health of a stored endpoint_health row, whichever query
+// read it: the one mapping of the row's columns (state, failures, when it
+// opened, cooldown in seconds, paused) to the breaker's view. Timestamps
+// of the last success and failure are the caller's to add when it read
+// them.
+func Stored(state string, consecutiveFailures int32, openedAt *time.Time, cooldownSeconds int32, paused bool) Health {
+	h := Health{State: State(state), ConsecutiveFailures: int(consecutiveFailures),
+		Cooldown: time.Duration(cooldownSeconds) * time.Second, Paused: paused}
+	if openedAt != nil {
+		h.OpenedAt = *openedAt
+	}
+	return h
+}
+
 // Policy holds the breaker's tuning. Build one with DefaultPolicy and check
 // any other with Validate; the transition functions assume a valid Policy.
 type Policy struct {

@@ -564,3 +564,22 @@ func TestThresholdNow(t *testing.T) {
 		})
 	}
 }
+
+// TestStored: a stored row's columns map to the breaker's view, whichever
+// query read them.
+func TestStored(t *testing.T) {
+	opened := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		got  Health
+		want Health
+	}{
+		{"closed", Stored("closed", 2, nil, 300, false), Health{State: Closed, ConsecutiveFailures: 2, Cooldown: 300 * time.Second}},
+		{"open and paused", Stored("open", 10, &opened, 600, true), Health{State: Open, ConsecutiveFailures: 10, OpenedAt: opened, Cooldown: 600 * time.Second, Paused: true}},
+		{"half open", Stored("half_open", 0, &opened, 1200, false), Health{State: HalfOpen, OpenedAt: opened, Cooldown: 1200 * time.Second}},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)
+		}
+	}
+}
