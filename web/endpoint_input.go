@@ -123,8 +123,6 @@ type fieldError struct {
 	Message string
 }
 
-var eventTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
-
 // inputFromEndpoint turns a stored endpoint back into input, the base a
 // PATCH or an edit form is applied to. Header values come back masked.
 func inputFromEndpoint(e db.Endpoint) endpointInput {
@@ -230,7 +228,7 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			continue // "*" and blanks mean "every type", the same as an empty list
 		}
 		base := strings.TrimSuffix(t, "*")
-		if !eventTypePattern.MatchString(strings.TrimSuffix(base, ".")) || (strings.HasSuffix(t, "*") && !strings.HasSuffix(base, ".")) {
+		if !eventTypeName.MatchString(strings.TrimSuffix(base, ".")) || (strings.HasSuffix(t, "*") && !strings.HasSuffix(base, ".")) {
 			fail("event_types", "%q is not a valid event type or pattern (letters, digits, _ . : -; a trailing \".*\" matches a prefix)", t)
 			continue
 		}

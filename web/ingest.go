@@ -50,6 +50,9 @@ type ingestResult struct {
 // maxBatchEvents bounds one batch request (DESIGN §10).
 const maxBatchEvents = 1000
 
+// eventTypeName is what an event type may be: the one pattern for the
+// types producers post and the types (and prefixes before a ".*")
+// endpoints subscribe to.
 var eventTypeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
 
 // validated is an event that passed validation, ready to insert.
