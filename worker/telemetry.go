@@ -153,7 +153,7 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 	if err != nil {
 		return fmt.Errorf("lock slots: %w", err)
 	}
-	var p db.LatencySlotsWriteParams
+	var p latency.Rows
 	var scratch latency.Histogram
 	for _, r := range stored {
 		k := slotKey{r.EndpointID, r.ResolutionSeconds, r.BucketStart.UTC()}
@@ -171,23 +171,11 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 			}
 		}
 		merged.Merge(add)
-		enc, err := merged.MarshalBinary()
-		if err != nil {
+		if err := p.Add(k.endpointID, k.resolution, r.BucketStart, merged); err != nil {
 			return err
 		}
-		p.EndpointIds = append(p.EndpointIds, k.endpointID)
-		p.Resolutions = append(p.Resolutions, k.resolution)
-		p.BucketStarts = append(p.BucketStarts, r.BucketStart)
-		p.Counts = append(p.Counts, merged.Count())
-		p.OkCounts = append(p.OkCounts, merged.OK())
-		p.FailCounts = append(p.FailCounts, merged.Fail())
-		p.SumsMs = append(p.SumsMs, latency.Ms(merged.Sum()))
-		p.P50sMs = append(p.P50sMs, latency.Ms(merged.Quantile(0.50)))
-		p.P95sMs = append(p.P95sMs, latency.Ms(merged.Quantile(0.95)))
-		p.P99sMs = append(p.P99sMs, latency.Ms(merged.Quantile(0.99)))
-		p.Buckets = append(p.Buckets, enc)
 	}
-	return q.LatencySlotsWrite(ctx, p)
+	return q.LatencySlotsWrite(ctx, db.LatencySlotsWriteParams(p))
 }
 
 // refreshHealth recomputes every endpoint's cached latency: P50/P95/P99 over

@@ -134,40 +134,6 @@ func diurnal(t time.Time) float64 {
 // Histogram resolutions of latency_histograms (see worker/telemetry.go).
 var resolutions = []time.Duration{time.Minute, 15 * time.Minute, time.Hour}
 
-// histogramRows are latency_histograms rows in column arrays, for unnest.
-type histogramRows struct {
-	endpointIDs  []int64
-	resolutions  []int32
-	bucketStarts []time.Time
-	counts       []int64
-	okCounts     []int64
-	failCounts   []int64
-	sumsMs       []float64
-	p50sMs       []float64
-	p95sMs       []float64
-	p99sMs       []float64
-	buckets      [][]byte
-}
-
-func (r *histogramRows) add(endpointID int64, res time.Duration, start time.Time, h *latency.Histogram) error {
-	enc, err := h.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	r.endpointIDs = append(r.endpointIDs, endpointID)
-	r.resolutions = append(r.resolutions, int32(res/time.Second))
-	r.bucketStarts = append(r.bucketStarts, start)
-	r.counts = append(r.counts, h.Count())
-	r.okCounts = append(r.okCounts, h.OK())
-	r.failCounts = append(r.failCounts, h.Fail())
-	r.sumsMs = append(r.sumsMs, latency.Ms(h.Sum()))
-	r.p50sMs = append(r.p50sMs, latency.Ms(h.Quantile(0.50)))
-	r.p95sMs = append(r.p95sMs, latency.Ms(h.Quantile(0.95)))
-	r.p99sMs = append(r.p99sMs, latency.Ms(h.Quantile(0.99)))
-	r.buckets = append(r.buckets, enc)
-	return nil
-}
-
 // BackfillLatency writes 24 hours of plausible latency history for the
 // demo endpoints (the ids Seed returned, by receiver name; other names are
 // ignored): minute, 15-minute and hourly rows of latency_histograms, built
@@ -211,11 +177,7 @@ func BackfillLatency(ctx context.Context, o Options, endpoints map[string]int64)
 		if err != nil {
 			return fmt.Errorf("demo: latency history of %s: %w", k, err)
 		}
-		n, err := db.New(o.Pool).LatencyBackfill(ctx, db.LatencyBackfillParams{
-			EndpointIds: rows.endpointIDs, Resolutions: rows.resolutions, BucketStarts: rows.bucketStarts,
-			Counts: rows.counts, OkCounts: rows.okCounts, FailCounts: rows.failCounts, SumsMs: rows.sumsMs,
-			P50sMs: rows.p50sMs, P95sMs: rows.p95sMs, P99sMs: rows.p99sMs, Buckets: rows.buckets,
-		})
+		n, err := db.New(o.Pool).LatencyBackfill(ctx, db.LatencyBackfillParams(rows))
 		if err != nil {
 			return fmt.Errorf("demo: write latency history of %s: %w", k, err)
 		}
@@ -227,8 +189,8 @@ func BackfillLatency(ctx context.Context, o Options, endpoints map[string]int64)
 
 // history invents one endpoint's minutes from a whole hour a day before end
 // up to end, and the 15-minute and hourly slots they complete.
-func history(id int64, e endpointSpec, rate float64, end time.Time, rnd *rand.Rand) (histogramRows, error) {
-	var rows histogramRows
+func history(id int64, e endpointSpec, rate float64, end time.Time, rnd *rand.Rand) (latency.Rows, error) {
+	var rows latency.Rows
 	perMinute := rate * 60 * shareOf(e)
 	begin := end.Add(-24 * time.Hour).Truncate(time.Hour)
 	// Coarser slots, in order, each the merge of its minutes.
@@ -257,7 +219,7 @@ func history(id int64, e endpointSpec, rate float64, end time.Time, rnd *rand.Ra
 			d, ok := e.history.attempt(age, rnd)
 			h.Observe(d, ok)
 		}
-		if err := rows.add(id, time.Minute, m, h); err != nil {
+		if err := rows.Add(id, int32(time.Minute/time.Second), m, h); err != nil {
 			return rows, err
 		}
 		for res, slots := range coarse {
@@ -278,7 +240,7 @@ func history(id int64, e endpointSpec, rate float64, end time.Time, rnd *rand.Ra
 		}
 		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 		for _, s := range starts {
-			if err := rows.add(id, res, s, coarse[res][s]); err != nil {
+			if err := rows.Add(id, int32(res/time.Second), s, coarse[res][s]); err != nil {
 				return rows, err
 			}
 		}

@@ -265,3 +265,24 @@ func TestHistogramReset(t *testing.T) {
 		assertEqualHistograms(t, h, &want)
 	})
 }
+
+// TestRowsAdd: a histogram becomes one row of its stored columns.
+func TestRowsAdd(t *testing.T) {
+	var h latency.Histogram
+	h.Observe(10*time.Millisecond, true)
+	h.Observe(30*time.Millisecond, false)
+	var r latency.Rows
+	start := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	if err := r.Add(7, 60, start, &h); err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 1 || r.EndpointIds[0] != 7 || r.Resolutions[0] != 60 || !r.BucketStarts[0].Equal(start) ||
+		r.Counts[0] != 2 || r.OkCounts[0] != 1 || r.FailCounts[0] != 1 || r.SumsMs[0] != latency.Ms(h.Sum()) ||
+		r.P50sMs[0] != latency.Ms(h.Quantile(0.5)) || r.P99sMs[0] != latency.Ms(h.Quantile(0.99)) {
+		t.Fatalf("%+v", r)
+	}
+	var back latency.Histogram
+	if err := back.UnmarshalBinary(r.Buckets[0]); err != nil || back.Count() != 2 {
+		t.Fatalf("buckets: %v, count %d", err, back.Count())
+	}
+}
