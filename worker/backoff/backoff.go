@@ -176,3 +176,23 @@ func mulSat(d time.Duration, k int) time.Duration {
 	}
 	return d * time.Duration(k)
 }
+
+// Summary says the schedule in a few words for people ("30 s doubling, up
+// to 1 h"), so that forms and docs derive it rather than repeat it.
+func (p Policy) Summary() string {
+	return roundWords(p.Base) + " doubling, up to " + roundWords(p.Cap)
+}
+
+// roundWords writes a duration in its largest whole unit (1 h, 5 min,
+// 30 s), or as time.Duration does when none fits.
+func roundWords(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	case d >= time.Second && d%time.Second == 0:
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return d.String()
+}

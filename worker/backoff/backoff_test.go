@@ -228,3 +228,22 @@ func TestWorstCaseBoundsDelays(t *testing.T) {
 		}
 	}
 }
+
+func TestSummary(t *testing.T) {
+	if got := Default().Summary(); got != "30 s doubling, up to 1 h" {
+		t.Errorf("default: %q", got)
+	}
+	p, err := New(90*time.Second, 2*time.Hour, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Summary(); got != "90 s doubling, up to 2 h" {
+		t.Errorf("custom: %q", got)
+	}
+	if got := roundWords(1500 * time.Millisecond); got != "1.5s" {
+		t.Errorf("fraction: %q", got)
+	}
+	if got := roundWords(5 * time.Minute); got != "5 min" {
+		t.Errorf("minutes: %q", got)
+	}
+}
