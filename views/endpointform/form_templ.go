@@ -10,11 +10,11 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"github.com/hookline/hookline/worker/backoff"
 	"strconv"
 
 	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/layout"
+	"github.com/hookline/hookline/worker/backoff"
 )
 
 func Page(m layout.PageMeta, f Form) templ.Component {
