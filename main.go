@@ -963,8 +963,12 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 // serveWeb serves the dashboard and API on ln in g until ctx ends.
 func (a *app) serveWeb(ctx context.Context, g *errgroup.Group, ln net.Listener, srv *web.Server) {
 	a.log.Info("hookline listening", "addr", ln.Addr().String(), "dashboard", dashboardURL(ln.Addr()), "version", version)
-	hs := srv.HTTPServer()
-	ln = srv.LimitListener(ln)
+	serveHTTP(ctx, g, srv.HTTPServer(), srv.LimitListener(ln), 10*time.Second)
+}
+
+// serveHTTP serves hs on ln in g until ctx ends, then shuts it down
+// within grace.
+func serveHTTP(ctx context.Context, g *errgroup.Group, hs *http.Server, ln net.Listener, grace time.Duration) {
 	g.Go(func() error {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -973,7 +977,7 @@ func (a *app) serveWeb(ctx context.Context, g *errgroup.Group, ln net.Listener, 
 	})
 	g.Go(func() error {
 		<-ctx.Done()
-		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		return hs.Shutdown(shutCtx)
 	})
@@ -986,18 +990,7 @@ func serveMetrics(ctx context.Context, g *errgroup.Group, ln net.Listener, reg *
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Timeout: 10 * time.Second}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	log.Info("metrics listening", "addr", ln.Addr().String())
-	g.Go(func() error {
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return hs.Shutdown(shutCtx)
-	})
+	serveHTTP(ctx, g, hs, ln, 5*time.Second)
 }
 
 // hintFirstSteps tells a new installation how to get in: with no user yet,
