@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/hookline/hookline/db/dbtest"
 )
 
@@ -35,9 +38,23 @@ func TestEdgeAttackWalk(t *testing.T) {
 	admin := lastLine(command(t, env, "", "apikey", "create", "--name", "ops", "--scope", "admin"))
 	ingest := lastLine(command(t, env, "", "apikey", "create", "--name", "producer", "--scope", "ingest"))
 	command(t, env, "correct horse battery staple\n", "user", "add", "--email", "ops@hookline.test", "--role", "admin", "--password-stdin")
+	// bcrypt at the production cost takes seconds a check under -race on
+	// a loaded machine; a minimum-cost hash checks the same way.
+	hash, err := bcrypt.GenerateFromPassword([]byte("correct horse battery staple"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "UPDATE users SET password_hash = $1 WHERE email = 'ops@hookline.test'", string(hash)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(t.Context())
 
 	var fivexx atomic.Int64
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Timeout: 120 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	do := func(req *http.Request) *http.Response {
 		t.Helper()
 		res, err := client.Do(req)
