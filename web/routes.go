@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	api.GET("/replays/:id", s.apiReplayJob)
 	api.POST("/replays/:id/cancel", s.apiReplayJobCancel)
 	api.GET("/stats", s.apiStats)
+	api.GET("/audit", s.apiAuditList)
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters)
 	api.POST("/dead-letters/replay", s.apiReplay)
 	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate)
@@ -181,8 +182,9 @@ func (s *Server) routes() {
 	d.GET("/endpoints/retry-window", s.retryWindowFragment)
 	d.POST("/endpoints/test-fire", s.formTestFire, operator)
 
-	// Audit.
+	// Audit: the log and its CSV export, with the same filters.
 	d.GET("/audit", s.auditPage)
+	d.GET("/audit/export.csv", s.auditExport)
 
 	// Settings: admins only.
 	admin := requireRole(account.RoleAdmin)
