@@ -386,14 +386,14 @@ func TestPrometheusAlertsOnHookline(t *testing.T) {
 		}
 		return false
 	})
-	// Nothing else is wrong: the database is up, a worker is live and
-	// claims, nothing is late. (Dead letters and budgets need hours.)
+	// Nothing else fires: the database is up, a worker is live, nothing is
+	// late, no budget is near. (A rule with a "for" may be pending while
+	// the first seconds of a rate are flat; it would fire only minutes on.)
 	for _, r := range rules1() {
-		if r.Name == "HooklineBreakerOpen" {
-			continue
-		}
-		if len(r.Alerts) > 0 {
-			t.Errorf("%s is %s on a healthy hookline: %v", r.Name, r.Alerts[0].State, r.Alerts[0].Labels)
+		for _, a := range r.Alerts {
+			if r.Name != "HooklineBreakerOpen" && a.State == "firing" {
+				t.Errorf("%s fires on a healthy hookline: %v", r.Name, a.Labels)
+			}
 		}
 	}
 
