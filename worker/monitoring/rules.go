@@ -43,8 +43,9 @@ const (
 	// rate worth a look before the hourly comparison notices.
 	DeadLettersPerMinute = 1
 	DeadRateWindow       = 10 * time.Minute
-	// NoClaimsFor: a worker claims at least once a second (its poll), so
-	// minutes without a claim statement mean its claim loop is stuck.
+	// NoClaimsFor: a worker runs a claim every second (its poll) while a
+	// sender is free, and a send times out within two minutes, so minutes
+	// without a claim statement mean its claim loop is stuck.
 	NoClaimsFor = 5 * time.Minute
 )
 
@@ -119,7 +120,7 @@ func Rules() RuleFile {
 		rule("HooklineWorkerNotClaiming", "liveness", "critical", NoClaimsFor,
 			fmt.Sprintf("max by (job, instance) (rate(%s_count[%s])) == 0", ClaimDuration, model.Duration(NoClaimsFor)),
 			"Worker {{ $labels.instance }} claims nothing",
-			"Worker {{ $labels.instance }} ran no claim in minutes (it claims at least once a second): it owns no shard, lost its database session, or its claim loop is stuck."),
+			"Worker {{ $labels.instance }} ran no claim in minutes (it looks every second while a sender is free, and sends time out): it owns no shard, lost its database session, or its claim loop is stuck."),
 		rule("HooklineDatabaseDown", "database", "critical", time.Minute,
 			fmt.Sprintf("min by (job, instance) (%s) == 0", DatabaseUp),
 			"hookline cannot reach its database",
