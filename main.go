@@ -13,6 +13,7 @@
 //	hookline demo [--reset]          embedded database, sample partners, simulated receivers
 //	hookline bench                   delivery throughput against the loopback ceiling
 //	hookline db url|start|stop       the embedded PostgreSQL alone
+//	hookline monitoring prometheus-rules|grafana-dashboard  alert rules, dashboard
 //	hookline help [command]          usage, or a command's flags (also: COMMAND --help)
 //	hookline version
 //
@@ -62,6 +63,7 @@ import (
 	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/bench"
+	"github.com/hookline/hookline/worker/monitoring"
 	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/simulate"
 	"github.com/hookline/hookline/worker/ssrf"
@@ -253,6 +255,8 @@ var commands = []subcommand{
 	{name: "db url", summary: "print the embedded PostgreSQL's connection string", flags: dbURLFlags},
 	{name: "db start", synopsis: "[--no-fsync]", summary: "start the embedded PostgreSQL alone", flags: dbStartFlags},
 	{name: "db stop", summary: "stop the embedded PostgreSQL, whoever started it", flags: dbStopFlags},
+	{name: "monitoring prometheus-rules", summary: "print Prometheus alerting rules for hookline's metrics", noConfig: true, flags: monitoringFlags(monitoring.RulesYAML)},
+	{name: "monitoring grafana-dashboard", summary: "print a Grafana dashboard (JSON) over hookline's metrics", noConfig: true, flags: monitoringFlags(monitoring.Dashboard)},
 	{name: "version", summary: "print the version", noConfig: true, flags: func(fs *flag.FlagSet, std stdio) func() (runFunc, error) {
 		return func() (runFunc, error) {
 			return func(context.Context, config, *slog.Logger) error {

@@ -8,22 +8,55 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
-const auditList = `-- name: AuditList :many
-SELECT id, at, actor, action, target_type, target_id, details FROM audit_log
-WHERE ($1::bigint IS NULL OR id < $1)
+const auditPage = `-- name: AuditPage :many
+SELECT id, at, actor, action, target_type, target_id, details
+FROM audit_log
+WHERE ($1::text IS NULL OR actor = $1)
+  AND ($2::text IS NULL OR action = $2)
+  AND ($3::text IS NULL OR starts_with(action, $3))
+  AND ($4::text IS NULL OR target_type = $4)
+  AND ($5::text IS NULL OR target_id = $5)
+  AND ($6::timestamptz IS NULL OR at >= $6)
+  AND ($7::timestamptz IS NULL OR at < $7)
+  AND ($8::bigint IS NULL OR id < $8)
 ORDER BY id DESC
-LIMIT $2
+LIMIT $9
 `
 
-type AuditListParams struct {
-	BeforeID *int64
-	RowLimit int32
+type AuditPageParams struct {
+	Actor        *string
+	Action       *string
+	ActionPrefix *string
+	TargetType   *string
+	TargetID     *string
+	Since        *time.Time
+	Until        *time.Time
+	BeforeID     *int64
+	RowLimit     int32
 }
 
-func (q *Queries) AuditList(ctx context.Context, arg AuditListParams) ([]AuditLog, error) {
-	rows, err := q.db.Query(ctx, auditList, arg.BeforeID, arg.RowLimit)
+// One page of the audit log, newest first, for the API, the dashboard page
+// and its CSV export. Keyset-paged on the identity id below @before_id
+// (never OFFSET: entries added meanwhile never shift a page); ids grow with
+// the insert, so id order is time order within a transaction's clock.
+// Every filter is optional: actor, action (exactly, or @action_prefix),
+// target type and id, and the time range (since inclusive, until
+// exclusive). Reads only.
+func (q *Queries) AuditPage(ctx context.Context, arg AuditPageParams) ([]AuditLog, error) {
+	rows, err := q.db.Query(ctx, auditPage,
+		arg.Actor,
+		arg.Action,
+		arg.ActionPrefix,
+		arg.TargetType,
+		arg.TargetID,
+		arg.Since,
+		arg.Until,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -11,24 +11,29 @@ import (
 )
 
 const endpointBreakerStates = `-- name: EndpointBreakerStates :many
-SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.sample_count
+SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.sample_count, h.recent_sample_count,
+       e.disable_after_failures, h.failed_deliveries
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 ORDER BY e.id
 `
 
 type EndpointBreakerStatesRow struct {
-	ID          int64
-	Name        string
-	Enabled     bool
-	State       string
-	Paused      bool
-	P95Ms       *float64
-	RecentP95Ms *float64
-	SampleCount int64
+	ID                   int64
+	Name                 string
+	Enabled              bool
+	State                string
+	Paused               bool
+	P95Ms                *float64
+	RecentP95Ms          *float64
+	SampleCount          int64
+	RecentSampleCount    int64
+	DisableAfterFailures int32
+	FailedDeliveries     int32
 }
 
-// Every endpoint's breaker and cached P95, for /metrics.
+// Every endpoint's breaker, cached P95 (with the samples behind it) and
+// failure budget, for /metrics. Reads only; one row per endpoint.
 func (q *Queries) EndpointBreakerStates(ctx context.Context) ([]EndpointBreakerStatesRow, error) {
 	rows, err := q.db.Query(ctx, endpointBreakerStates)
 	if err != nil {
@@ -47,6 +52,9 @@ func (q *Queries) EndpointBreakerStates(ctx context.Context) ([]EndpointBreakerS
 			&i.P95Ms,
 			&i.RecentP95Ms,
 			&i.SampleCount,
+			&i.RecentSampleCount,
+			&i.DisableAfterFailures,
+			&i.FailedDeliveries,
 		); err != nil {
 			return nil, err
 		}

@@ -108,6 +108,26 @@ func (q *Queries) WorkerHeartbeatForget(ctx context.Context, workerIds []string)
 	return err
 }
 
+const workerHeartbeatsLive = `-- name: WorkerHeartbeatsLive :one
+SELECT count(*)::bigint AS live
+FROM worker_heartbeats
+WHERE last_seen_at > coalesce($1::timestamptz, now()) - make_interval(secs => $2::float8)
+`
+
+type WorkerHeartbeatsLiveParams struct {
+	Now            *time.Time
+	LiveForSeconds float64
+}
+
+// How many workers wrote a heartbeat in the last @live_for_seconds, for
+// /metrics (the worker-liveness alert). Reads only.
+func (q *Queries) WorkerHeartbeatsLive(ctx context.Context, arg WorkerHeartbeatsLiveParams) (int64, error) {
+	row := q.db.QueryRow(ctx, workerHeartbeatsLive, arg.Now, arg.LiveForSeconds)
+	var live int64
+	err := row.Scan(&live)
+	return live, err
+}
+
 const workerLockHold = `-- name: WorkerLockHold :one
 SELECT pg_try_advisory_lock($1::bigint) AS held
 `

@@ -23,8 +23,10 @@ SET failed_deliveries = 0, first_failed_at = NULL, budget_warned = 0, updated_at
 WHERE endpoint_id = @endpoint_id;
 
 -- name: EndpointBreakerStates :many
--- Every endpoint's breaker and cached P95, for /metrics.
-SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.sample_count
+-- Every endpoint's breaker, cached P95 (with the samples behind it) and
+-- failure budget, for /metrics. Reads only; one row per endpoint.
+SELECT e.id, e.name, e.enabled, h.state, h.paused, h.p95_ms, h.recent_p95_ms, h.sample_count, h.recent_sample_count,
+       e.disable_after_failures, h.failed_deliveries
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 ORDER BY e.id;

@@ -84,3 +84,10 @@ SELECT worker_id FROM hung WHERE pg_terminate_backend(pid);
 -- the live count drops at once.
 DELETE FROM worker_heartbeats
 WHERE worker_id = @worker_id OR last_seen_at < coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 hour';
+
+-- name: WorkerHeartbeatsLive :one
+-- How many workers wrote a heartbeat in the last @live_for_seconds, for
+-- /metrics (the worker-liveness alert). Reads only.
+SELECT count(*)::bigint AS live
+FROM worker_heartbeats
+WHERE last_seen_at > coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @live_for_seconds::float8);

@@ -125,7 +125,7 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 	}
 	notHTML := map[string]string{
 		"/healthz": "JSON probe", "/readyz": "JSON probe", "/metrics": "Prometheus text", "/api/openapi.json": "JSON",
-		"/static/*": "assets",
+		"/static/*": "assets", "/audit/export.csv": "CSV download",
 		// Single sign-on: redirects to the provider and back (a refusal
 		// is the login page, visited above).
 		"/login/oidc": "redirect", "/login/oidc/callback": "redirect",

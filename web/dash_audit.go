@@ -5,34 +5,35 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookline/hookline/db"
 	auditview "github.com/hookline/hookline/views/audit"
 	"github.com/hookline/hookline/views/layout"
 )
 
 const auditPageSize = 100
 
-// auditPage: GET /audit[?before=ID]
+// auditPage: GET /audit?actor=&action=&target_type=&target_id=&since=&until=&cursor=
+// — the audit log, newest first, through the same statement as the API's
+// GET /api/v1/audit and the CSV export.
 func (s *Server) auditPage(c echo.Context) error {
-	var before *int64
-	if v := c.QueryParam("before"); v != "" {
-		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-			before = &id
-		}
-	}
-	rows, err := s.q.AuditList(c.Request().Context(), db.AuditListParams{BeforeID: before, RowLimit: auditPageSize + 1})
+	p, err := auditQuery(c, parseLocalTime)
 	if err != nil {
 		return err
 	}
-	p := auditview.PageData{Now: s.now()}
+	p.RowLimit = auditPageSize + 1
+	rows, err := s.q.AuditPage(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	page := auditview.PageData{Filter: auditFilterOf(c), Now: s.now()}
 	if len(rows) > auditPageSize {
 		rows = rows[:auditPageSize]
-		p.Next = rows[len(rows)-1].ID
+		v := page.Filter.Values()
+		v.Set("cursor", auditCursor(rows[len(rows)-1]))
+		page.NextURL = "/audit?" + v.Encode()
 	}
 	for _, r := range rows {
 		e := auditview.Entry{ID: r.ID, At: r.At, Actor: r.Actor, Action: r.Action, Details: detailsText(r.Details)}
@@ -48,9 +49,17 @@ func (s *Server) auditPage(c echo.Context) error {
 		case "partner":
 			e.Href = "/partners/" + r.TargetID
 		}
-		p.Entries = append(p.Entries, e)
+		page.Entries = append(page.Entries, e)
 	}
-	return s.render(c, http.StatusOK, auditview.Page(s.meta(c, "Audit log", layout.NavAudit), p))
+	return s.render(c, http.StatusOK, auditview.Page(s.meta(c, "Audit log", layout.NavAudit), page))
+}
+
+// auditFilterOf is the page's filters as typed, for the form and the links
+// (auditQuery has checked them).
+func auditFilterOf(c echo.Context) auditview.Filter {
+	v := func(k string) string { return strings.TrimSpace(c.QueryParam(k)) }
+	return auditview.Filter{Actor: v("actor"), Action: v("action"), TargetType: v("target_type"), TargetID: v("target_id"),
+		Since: v("since"), Until: v("until")}
 }
 
 func detailsText(raw []byte) string {

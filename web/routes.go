@@ -57,6 +57,7 @@ func (s *Server) routes() {
 	api.GET("/replays/:id", s.apiReplayJob, keyScope(account.ScopeRead))
 	api.POST("/replays/:id/cancel", s.apiReplayJobCancel, keyScope(account.ScopeAdmin))
 	api.GET("/stats", s.apiStats, keyScope(account.ScopeRead))
+	api.GET("/audit", s.apiAuditList, keyScope(account.ScopeRead))
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters, keyScope(account.ScopeRead))
 	api.POST("/dead-letters/replay", s.apiReplay, keyScope(account.ScopeAdmin))
 	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, keyScope(account.ScopeAdmin))
@@ -197,8 +198,9 @@ func (s *Server) routes() {
 	d.GET("/endpoints/retry-window", s.retryWindowFragment)
 	d.POST("/endpoints/test-fire", s.formTestFire, operator)
 
-	// Audit.
+	// Audit: the log and its CSV export, with the same filters.
 	d.GET("/audit", s.auditPage)
+	d.GET("/audit/export.csv", s.auditExport)
 
 	// Settings: admins only.
 	admin := requireRole(account.RoleAdmin)

@@ -9,12 +9,14 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/worker/latency"
+	"github.com/hookline/hookline/worker/monitoring"
 )
 
-// Alert thresholds (the article's three alerts).
+// Alert thresholds (the article's three alerts), shared with the
+// generated Prometheus rules.
 const (
-	oldestPendingAlert = 30 * time.Minute
-	deadCriticalCount  = 100
+	oldestPendingAlert = monitoring.OldestPendingAlert
+	deadCriticalCount  = monitoring.DeadCriticalPerHour
 )
 
 // pipelineStats is the article's one-row health summary plus its alerts.
@@ -85,7 +87,7 @@ func queueOf(row db.PipelineStatsRow) queueCounts {
 // counting reads every row, about 20 ms for 100,000 on this project's
 // machine, and the summary is read by every metrics scrape, every open
 // overview (each 5 s) and the alert watch. Tests lower it.
-var queueCountCap int64 = 100_000
+var queueCountCap int64 = monitoring.QueueCountCap
 
 // pipelineRow reads the summary's row. A status whose count reached
 // queueCountCap gets the planner's estimate of its rows instead (never

@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookline/hookline/worker/monitoring"
+	"github.com/hookline/hookline/worker/sender"
 )
 
 // Metrics are the worker's Prometheus collectors: what this replica did.
@@ -12,6 +15,7 @@ import (
 type Metrics struct {
 	attempts      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	dead          *prometheus.CounterVec
 	claimDuration prometheus.Histogram
 	claimed       prometheus.Counter
 	flushDuration prometheus.Histogram
@@ -21,50 +25,37 @@ type Metrics struct {
 	shards        prometheus.Gauge
 }
 
-// NewMetrics creates the collectors and registers them with reg.
+// NewMetrics creates the collectors and registers them with reg. The
+// series whose label values are known in advance start at zero, so a rate
+// over them (and an alert on it) has a value before the first event.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookline_delivery_attempts_total",
-			Help: "Delivery attempts by outcome (ok, transient, permanent, gone) and error class.",
-		}, []string{"outcome", "error_class"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hookline_delivery_attempt_duration_seconds",
-			Help:    "Duration of delivery attempts that reached the network, by outcome.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 15, 30, 60},
-		}, []string{"outcome"}),
-		claimDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "hookline_claim_duration_seconds",
-			Help:    "Duration of one claim statement.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		claimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hookline_deliveries_claimed_total",
-			Help: "Deliveries claimed by this replica.",
-		}),
-		flushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "hookline_complete_flush_duration_seconds",
-			Help:    "Duration of one completion transaction (a batch of results).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hookline_complete_flush_errors_total",
-			Help: "Completion transactions that failed and were retried.",
-		}),
-		retainPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookline_retention_passes_total",
-			Help: "Retention passes by result: caught_up (everything past its retention deleted), behind (stopped at its budget with rows left; the next pass follows soon), skipped (another replica was running one) or failed.",
-		}, []string{"result"}),
-		retainDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookline_retention_deleted_rows_total",
-			Help: "Rows retention deleted, by table (attempt partitions dropped whole are not counted).",
-		}, []string{"table"}),
-		shards: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "hookline_worker_shards_owned",
-			Help: "Shards of endpoints this replica owns and claims from (of 256; the live replicas divide them).",
-		}),
+		attempts: prometheus.NewCounterVec(monitoring.DeliveryAttempts.CounterOpts(), monitoring.DeliveryAttempts.Labels),
+		duration: prometheus.NewHistogramVec(monitoring.DeliveryAttemptDuration.HistogramOpts(
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 15, 30, 60}), monitoring.DeliveryAttemptDuration.Labels),
+		dead:          prometheus.NewCounterVec(monitoring.DeliveriesDead.CounterOpts(), monitoring.DeliveriesDead.Labels),
+		claimDuration: prometheus.NewHistogram(monitoring.ClaimDuration.HistogramOpts(prometheus.ExponentialBuckets(0.0005, 2, 14))),
+		claimed:       prometheus.NewCounter(monitoring.DeliveriesClaimed.CounterOpts()),
+		flushDuration: prometheus.NewHistogram(monitoring.FlushDuration.HistogramOpts(prometheus.ExponentialBuckets(0.0005, 2, 14))),
+		flushErrors:   prometheus.NewCounter(monitoring.FlushErrors.CounterOpts()),
+		retainPasses:  prometheus.NewCounterVec(monitoring.RetentionPasses.CounterOpts(), monitoring.RetentionPasses.Labels),
+		retainDeleted: prometheus.NewCounterVec(monitoring.RetentionDeletedRows.CounterOpts(), monitoring.RetentionDeletedRows.Labels),
+		shards:        prometheus.NewGauge(monitoring.WorkerShardsOwned.GaugeOpts()),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted, m.shards)
+	reg.MustRegister(m.attempts, m.duration, m.dead, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted, m.shards)
+	m.attempts.WithLabelValues(string(sender.OK), "none")
+	for _, o := range []sender.Outcome{sender.OK, sender.Transient, sender.Permanent, sender.Gone} {
+		m.duration.WithLabelValues(string(o))
+		if o != sender.OK {
+			m.dead.WithLabelValues(string(o))
+		}
+	}
+	for _, r := range []string{"caught_up", "behind", "skipped", "failed"} {
+		m.retainPasses.WithLabelValues(r)
+	}
+	for _, t := range []string{"events", "delivery_attempts", "latency_histograms"} {
+		m.retainDeleted.WithLabelValues(t)
+	}
 	return m
 }
 
@@ -117,8 +108,8 @@ func (m *Metrics) observeFlush(d time.Duration, err error) {
 	m.flushDuration.Observe(d.Seconds())
 }
 
-// observeOutcome counts one recorded attempt (flush passes no canceled
-// send: those record nothing).
+// observeOutcome counts one recorded attempt, and the delivery when it
+// went dead (flush passes no canceled send: those record nothing).
 func (m *Metrics) observeOutcome(o *outcome) {
 	if m == nil {
 		return
@@ -128,6 +119,9 @@ func (m *Metrics) observeOutcome(o *outcome) {
 		class = "none"
 	}
 	m.attempts.WithLabelValues(string(o.res.Outcome), class).Inc()
+	if o.dead {
+		m.dead.WithLabelValues(string(o.res.Outcome)).Inc()
+	}
 	if o.sent() {
 		m.duration.WithLabelValues(string(o.res.Outcome)).Observe(o.res.Duration.Seconds())
 	}
