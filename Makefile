@@ -39,7 +39,7 @@ test: check-generated build
 	go vet ./...
 	@if [ ! -d $(VERIFY_DIR)/node_modules ] && command -v npm >/dev/null; then \
 		npm ci --prefix $(VERIFY_DIR) --no-audit --no-fund --loglevel=error; fi
-	@status=0; go test -race -count=1 -timeout 15m ./... || status=$$?; \
+	@status=0; go test -race -count=1 -timeout 25m ./... || status=$$?; \
 	go test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime 20000x ./web/ || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ] && [ -d "$(TEST_CLUSTER)/pg" ]; then \
 		HOOKLINE_DATA_DIR=$(TEST_CLUSTER) ./$(BIN) db stop >/dev/null 2>&1 || true; fi; \
