@@ -607,7 +607,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
 	}
-	oidc, oidcErrs := loadOIDC(getenv, c.PublicURL)
+	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
 	return c, errors.Join(errs...)

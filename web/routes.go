@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookline/hookline/static"
 	"github.com/hookline/hookline/web/account"
+	"github.com/hookline/hookline/web/sso"
 )
 
 // routes is hookline's one route table. Each group says who may call it.
@@ -83,7 +84,7 @@ func (s *Server) routes() {
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.loginSubmit, s.requirePasswordLogin, s.parseForm)
 	e.GET("/login/oidc", s.oidcStart)
-	e.GET("/login/oidc/callback", s.oidcCallback)
+	e.GET(sso.CallbackPath, s.oidcCallback)
 	// A user with two-factor sign-in on gives a code next (dash_login_code.go).
 	e.GET(loginCodePath, s.loginCodePage)
 	e.POST(loginCodePath, s.loginCodeSubmit, s.parseForm)

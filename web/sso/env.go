@@ -1,6 +1,7 @@
-package main
+package sso
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -8,13 +9,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/hookline/hookline/web/sso"
 )
 
-// oidcCallbackPath is where the provider sends the browser back: the one
+// CallbackPath is where the provider sends the browser back: the one
 // redirect URL registered at the provider, HOOKLINE_PUBLIC_URL + this.
-const oidcCallbackPath = "/login/oidc/callback"
+const CallbackPath = "/login/oidc/callback"
 
 // emailDomain is what HOOKLINE_OIDC_ALLOWED_DOMAINS accepts: a DNS name.
 var emailDomain = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
@@ -23,9 +22,10 @@ var emailDomain = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z
 // dotted path, or a namespaced (URL) claim.
 var claimName = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,200}$`)
 
-// loadOIDC reads the single sign-on settings (HOOKLINE_OIDC_*). nil when
-// single sign-on is off. publicURL is the validated HOOKLINE_PUBLIC_URL.
-func loadOIDC(getenv func(string) string, publicURL string) (*sso.Config, []error) {
+// FromEnv reads the single sign-on settings (HOOKLINE_OIDC_*), every
+// problem by the variable's name; nil when single sign-on is off.
+// publicURL is the validated HOOKLINE_PUBLIC_URL.
+func FromEnv(getenv func(string) string, publicURL string) (*Config, []error) {
 	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	issuer := strings.TrimRight(env("HOOKLINE_OIDC_ISSUER"), "/")
 	var errs []error
@@ -39,12 +39,12 @@ func loadOIDC(getenv func(string) string, publicURL string) (*sso.Config, []erro
 		}
 		return nil, errs
 	}
-	c := &sso.Config{
+	c := &Config{
 		Issuer:        issuer,
 		ClientID:      env("HOOKLINE_OIDC_CLIENT_ID"),
 		ClientSecret:  getenv("HOOKLINE_OIDC_CLIENT_SECRET"),
-		RoleClaim:     envOr(getenv, "HOOKLINE_OIDC_ROLE_CLAIM", "groups"),
-		DefaultRole:   sso.RoleViewer,
+		RoleClaim:     cmp.Or(env("HOOKLINE_OIDC_ROLE_CLAIM"), "groups"),
+		DefaultRole:   RoleViewer,
 		PasswordLogin: true,
 	}
 	if u, err := url.Parse(issuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
@@ -52,9 +52,9 @@ func loadOIDC(getenv func(string) string, publicURL string) (*sso.Config, []erro
 		errs = append(errs, fmt.Errorf("HOOKLINE_OIDC_ISSUER %q: want the provider's https issuer URL, such as https://accounts.google.com (http only on loopback)", issuer))
 	}
 	if publicURL == "" {
-		errs = append(errs, errors.New("HOOKLINE_OIDC_ISSUER needs HOOKLINE_PUBLIC_URL: the provider's redirect URL is HOOKLINE_PUBLIC_URL"+oidcCallbackPath+", so set HOOKLINE_PUBLIC_URL to the address hookline is reached at"))
+		errs = append(errs, errors.New("HOOKLINE_OIDC_ISSUER needs HOOKLINE_PUBLIC_URL: the provider's redirect URL is HOOKLINE_PUBLIC_URL"+CallbackPath+", so set HOOKLINE_PUBLIC_URL to the address hookline is reached at"))
 	} else {
-		c.RedirectURL = publicURL + oidcCallbackPath
+		c.RedirectURL = publicURL + CallbackPath
 	}
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("HOOKLINE_OIDC_CLIENT_ID is required with HOOKLINE_OIDC_ISSUER (the client id the provider gave hookline)"))
