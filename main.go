@@ -65,6 +65,7 @@ import (
 	"github.com/hookline/hookline/worker/bench"
 	"github.com/hookline/hookline/worker/monitoring"
 	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/simulate"
 	"github.com/hookline/hookline/worker/ssrf"
 )
@@ -435,14 +436,17 @@ type config struct {
 	// portal; empty (the default) means public addresses only, whatever
 	// AllowNetworks opens.
 	PartnerAllowNetworks []netip.Prefix
-	MaxBodyBytes         int64
-	LogLevel             slog.Level
-	LogFormat            string // text | json
-	TrustProxy           bool
-	ShutdownGrace        time.Duration
-	Concurrency          int
-	Retention            worker.Retention
-	SearchKeys           []string // payload fields the event log is searched by
+	// EgressProxy is the HTTP proxy deliveries leave through
+	// (HOOKLINE_EGRESS_PROXY), for fixed source addresses; nil: direct.
+	EgressProxy   *url.URL
+	MaxBodyBytes  int64
+	LogLevel      slog.Level
+	LogFormat     string // text | json
+	TrustProxy    bool
+	ShutdownGrace time.Duration
+	Concurrency   int
+	Retention     worker.Retention
+	SearchKeys    []string // payload fields the event log is searched by
 	// Partner portal: how long a sign-in link works and the product name
 	// its pages show. PublicURL is the address hookline is reached at, the
 	// start of portal links and of the dashboard links in operator
@@ -518,6 +522,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv(ssrf.PartnerVariable); v != "" {
 		if c.PartnerAllowNetworks, err = ssrf.ParseAllowList(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w (CIDRs such as 203.0.113.0/24, separated by commas)", ssrf.PartnerVariable, err))
+		}
+	}
+	if v := getenv("HOOKLINE_EGRESS_PROXY"); v != "" {
+		if c.EgressProxy, err = sender.ParseProxy(v); err != nil {
+			errs = append(errs, fmt.Errorf("HOOKLINE_EGRESS_PROXY: %w (http://host:port)", err))
 		}
 	}
 	if v := getenv("HOOKLINE_MAX_BODY_BYTES"); v != "" {
@@ -925,6 +934,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Box:           a.box,
 		Guard:         a.guard,
 		PartnerGuard:  a.partnerGuard,
+		EgressProxy:   a.cfg.EgressProxy,
 		UserAgent:     "hookline/" + version,
 		Concurrency:   a.cfg.Concurrency,
 		ShutdownGrace: a.cfg.ShutdownGrace,

@@ -71,6 +71,12 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{"bad partner allow networks", map[string]string{"HOOKLINE_PARTNER_ALLOW_NETWORKS": "10.0.0.0/8, intranet"}, `HOOKLINE_PARTNER_ALLOW_NETWORKS: allow list entry "intranet"`, nil},
 		{"bad partner allow networks is not the operator's", map[string]string{"HOOKLINE_PARTNER_ALLOW_NETWORKS": "10.0.0.0/33"}, "HOOKLINE_PARTNER_ALLOW_NETWORKS: allow list entry \"10.0.0.0/33\"", nil},
+		{"egress proxy", map[string]string{"HOOKLINE_EGRESS_PROXY": "http://10.0.0.5:3128"}, "", func(t *testing.T, c config) {
+			if c.EgressProxy == nil || c.EgressProxy.Host != "10.0.0.5:3128" {
+				t.Fatalf("egress proxy %v", c.EgressProxy)
+			}
+		}},
+		{"bad egress proxy", map[string]string{"HOOKLINE_EGRESS_PROXY": "https://10.0.0.5"}, "HOOKLINE_EGRESS_PROXY: must start with http://", nil},
 		{"max body", map[string]string{"HOOKLINE_MAX_BODY_BYTES": "1048576"}, "", func(t *testing.T, c config) {
 			if c.MaxBodyBytes != 1<<20 {
 				t.Fatal(c.MaxBodyBytes)

@@ -26,7 +26,7 @@ INSERT INTO endpoints (
     coalesce($17::text, 'braces'), $18, $19,
     coalesce($20::text, 'operator')
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
 `
 
 type EndpointCreateParams struct {
@@ -109,6 +109,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }
@@ -181,7 +182,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -217,12 +218,13 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -259,12 +261,13 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -310,6 +313,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
 		&i.Endpoint.URLSetBy,
+		&i.Endpoint.EgressRev,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -338,7 +342,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -393,6 +397,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
 			&i.Endpoint.URLSetBy,
+			&i.Endpoint.EgressRev,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -501,7 +506,7 @@ SET disable_after_failures = $1,
     disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
     disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN $3 ELSE disabled_cause END
 WHERE id = $4
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
 `
 
 type EndpointSetFailureBudgetParams struct {
@@ -552,13 +557,14 @@ func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetF
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
 `
 
 type EndpointSetHeadersParams struct {
@@ -602,6 +608,7 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }
@@ -620,7 +627,7 @@ UPDATE endpoints SET
     url_set_by = coalesce($17::text, url_set_by),
     enabled = $18, disabled_reason = $19, updated_at = now()
 WHERE id = $20
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
 `
 
 type EndpointUpdateParams struct {
@@ -703,6 +710,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.EgressRev,
 	)
 	return i, err
 }

@@ -86,6 +86,25 @@ type Endpoint struct {
 	SignatureParam       string
 	Preset               string
 	URLSetBy             string
+	EgressRev            int64
+}
+
+type EndpointEgress struct {
+	EndpointID           int64
+	Proxy                string
+	CaBundle             string
+	ClientCert           string
+	ClientKey            []byte
+	ClientCertSubject    string
+	ClientCertExpiresAt  *time.Time
+	ClientCertWarnedDays *int32
+	AuthKind             string
+	AuthUsername         string
+	AuthSecret           []byte
+	OauthTokenUrl        string
+	OauthScopes          []string
+	OauthAudience        string
+	UpdatedAt            time.Time
 }
 
 type EndpointHealth struct {

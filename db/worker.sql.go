@@ -116,7 +116,8 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url
+       e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
+       e.egress_rev
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -152,6 +153,7 @@ type DeliveryClaimRow struct {
 	MacroStyle          string
 	SignatureParam      string
 	PartnerURL          bool
+	EgressRev           int64
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -206,6 +208,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.MacroStyle,
 			&i.SignatureParam,
 			&i.PartnerURL,
+			&i.EgressRev,
 		); err != nil {
 			return nil, err
 		}
@@ -260,7 +263,8 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url
+          e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
+          e.egress_rev
 `
 
 type DeliveryClaimProbesParams struct {
@@ -290,6 +294,7 @@ type DeliveryClaimProbesRow struct {
 	MacroStyle          string
 	SignatureParam      string
 	PartnerURL          bool
+	EgressRev           int64
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -334,6 +339,7 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.MacroStyle,
 			&i.SignatureParam,
 			&i.PartnerURL,
+			&i.EgressRev,
 		); err != nil {
 			return nil, err
 		}

@@ -41,6 +41,9 @@ type endpointJSON struct {
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
 	Health    *healthJSON `json:"health,omitempty"`
+	// Egress is what the endpoint's egress settings use, never a secret;
+	// absent when it has none (and from the list).
+	Egress *egressJSON `json:"egress,omitempty"`
 	// Secret is present only in the response that created the endpoint.
 	Secret string `json:"secret,omitempty"`
 }
@@ -139,6 +142,11 @@ func (s *Server) apiEndpointCreate(c echo.Context) error {
 	if len(errs) > 0 {
 		return invalidField(errs[0].Field, errs[0].Message)
 	}
+	if in.Egress != nil {
+		if _, _, _, err := validateEgress(*in.Egress, nil, s.now()); err != nil {
+			return err
+		}
+	}
 	ctx := c.Request().Context()
 	e, secret, err := s.createEndpoint(ctx, cfg, apiKeyOf(c).actor())
 	if err != nil {
@@ -146,6 +154,13 @@ func (s *Server) apiEndpointCreate(c echo.Context) error {
 	}
 	v := endpointView(e)
 	v.Secret = secret
+	if in.Egress != nil {
+		row, err := s.saveEgress(ctx, s.q, e.ID, *in.Egress)
+		if err != nil {
+			return err
+		}
+		v.Egress = egressView(row)
+	}
 	h := healthView(db.EndpointHealth{State: "closed", CooldownSeconds: 300})
 	v.Health = h
 	warnings, err := s.endpointWarnings(ctx, cfg)
@@ -198,7 +213,15 @@ func (s *Server) apiEndpointGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth, unsent[id]))
+	v := endpointFullView(r.Endpoint, r.PartnerName, r.EndpointHealth, unsent[id])
+	eg, err := s.endpointEgress(ctx, id)
+	if err != nil {
+		return err
+	}
+	if eg != nil {
+		v.Egress = egressView(*eg)
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 // apiEndpointPatch: PATCH /api/v1/endpoints/:id — the given fields are
@@ -213,6 +236,22 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
+	}
+	eg, err := egressPatch(body)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var egressRow *db.EndpointEgress
+	if eg != nil {
+		// Checked before anything is saved; saved after the endpoint.
+		cur, err := s.endpointEgress(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, _, _, err := validateEgress(*eg, cur, s.now()); err != nil {
+			return err
+		}
 	}
 	e, errs, err := s.editEndpoint(c.Request().Context(), id, apiKeyOf(c).actor(), urlSetByOperator,
 		func(cur db.Endpoint) (endpointInput, []fieldError, error) {
@@ -242,11 +281,24 @@ func (s *Server) apiEndpointPatch(c echo.Context) error {
 	if len(errs) > 0 {
 		return invalidField(errs[0].Field, errs[0].Message)
 	}
-	warnings, err := s.endpointWarnings(c.Request().Context(), configForWarnings(e))
+	if eg != nil {
+		row, err := s.saveEgress(ctx, s.q, id, *eg)
+		if err != nil {
+			return err
+		}
+		egressRow = &row
+	} else if egressRow, err = s.endpointEgress(ctx, id); err != nil {
+		return err
+	}
+	warnings, err := s.endpointWarnings(ctx, configForWarnings(e))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, endpointSavedJSON{endpointView(e), warnings})
+	v := endpointView(e)
+	if egressRow != nil {
+		v.Egress = egressView(*egressRow)
+	}
+	return c.JSON(http.StatusOK, endpointSavedJSON{v, warnings})
 }
 
 // apiRotateSecret: POST /api/v1/endpoints/:id/secrets/rotate {overlap_seconds}

@@ -9,7 +9,7 @@ import (
 // diagnosis explains a dead-letter cluster the way the article reads dead
 // letters, and says what to do about it.
 type diagnosis struct {
-	Pattern string `json:"pattern"` // gone | credentials | rate_limited | outage_burst | trickle | payload | blocked | rejected_by_tracker | client_error | failing
+	Pattern string `json:"pattern"` // gone | credentials | rate_limited | outage_burst | trickle | payload | blocked | tls | proxy | token | egress_settings | rejected_by_tracker | client_error | failing
 	Summary string `json:"summary"`
 	Action  string `json:"action"`
 }
@@ -51,6 +51,22 @@ func diagnose(c cluster, windowHours int) diagnosis {
 		return diagnosis{Pattern: "blocked",
 			Summary: "The endpoint's host resolves to an address the SSRF guard refuses (private, loopback or metadata).",
 			Action:  "Correct the URL; for on-premise receivers, allow the network with HOOKLINE_ALLOW_NETWORKS. Then replay."}
+	case c.ErrorClass == "tls":
+		return diagnosis{Pattern: "tls",
+			Summary: "The TLS handshake failed: the receiver's certificate is not trusted (expired, wrong name, or from a private CA), or the receiver refused our client certificate (missing, expired, or not from a CA it accepts). The attempt's error says which.",
+			Action:  "For a private CA, add the partner's CA bundle to the endpoint; for mutual TLS, upload the client certificate the partner issued (its expiry shows on the endpoint page). Then replay this cluster."}
+	case c.ErrorClass == "proxy":
+		return diagnosis{Pattern: "proxy",
+			Summary: "The egress proxy refused to connect to the receiver (its answer is in the attempt's error: 403 is its access rules, 407 wants credentials).",
+			Action:  "Allow the receiver's address and port in the proxy's rules (for plain HTTP receivers, CONNECT to their port), or choose another proxy or direct for the endpoint; then replay."}
+	case c.ErrorClass == "oauth2_token":
+		return diagnosis{Pattern: "token",
+			Summary: "No OAuth2 token could be had from the partner's token endpoint, so nothing was sent (the attempt's error has the endpoint's status and error code, e.g. invalid_client).",
+			Action:  "Check the endpoint's token URL, client id, secret, scopes and audience with the partner; once a token is issued, replay this cluster."}
+	case c.ErrorClass == "egress_settings":
+		return diagnosis{Pattern: "egress_settings",
+			Summary: "The endpoint's stored egress settings (client key or credentials) could not be opened, so nothing was sent: they were sealed under another HOOKLINE_SECRET_KEY, or are corrupt.",
+			Action:  "Enter the client certificate or the credentials again on the endpoint, then replay this cluster."}
 	case c.ErrorClass == "body_mismatch":
 		return diagnosis{Pattern: "rejected_by_tracker",
 			Summary: "The tracker answered 2xx without the expected success text (trackers answer 200 with \"duplicate\" or \"error\").",

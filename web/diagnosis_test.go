@@ -26,6 +26,10 @@ func TestDiagnose(t *testing.T) {
 		{"19 in an hour is not a burst", cluster{ErrorClass: "connect", Count: 19, MaxInOneHour: 19, HoursWithDead: 1}, "failing"},
 		{"spread but heavy is not a trickle", cluster{StatusCode: 500, Count: 40, MaxInOneHour: 10, HoursWithDead: 4}, "failing"},
 		{"other 4xx", cluster{StatusCode: 422, Count: 2, MaxInOneHour: 2, HoursWithDead: 1}, "client_error"},
+		{"tls, a burst included", cluster{ErrorClass: "tls", Count: 30, MaxInOneHour: 30, HoursWithDead: 1}, "tls"},
+		{"proxy refused", cluster{ErrorClass: "proxy", Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "proxy"},
+		{"token endpoint failing", cluster{ErrorClass: "oauth2_token", Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "token"},
+		{"egress settings unreadable", cluster{ErrorClass: "egress_settings", Count: 3, MaxInOneHour: 3, HoursWithDead: 1}, "egress_settings"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -86,6 +86,9 @@ type endpointInput struct {
 	// deliveries spanning at least this many hours (0 failures: never).
 	DisableAfterFailures *int `json:"disable_after_failures"`
 	DisableAfterHours    *int `json:"disable_after_hours"`
+	// Egress is the endpoint's proxy, CAs, client certificate and receiver
+	// credentials (api_endpoint_egress.go); nil leaves them as they are.
+	Egress *egressInput `json:"egress"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.

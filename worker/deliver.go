@@ -53,7 +53,8 @@ func (o *outcome) ended() time.Time {
 // a real latency sample.
 func (o *outcome) sent() bool {
 	switch o.res.ErrorClass {
-	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning:
+	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning, classEgress,
+		sender.ClassToken:
 		return false
 	}
 	return true
@@ -106,6 +107,12 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		}
 		o.res = failed(now, sender.Permanent, class, err.Error())
 		o.finished = w.now()
+		return o
+	}
+	if req.Egress, err = w.egressFor(ctx, d.EndpointID, d.EgressRev); err != nil {
+		w.log.Error("egress settings unavailable", "endpoint_id", d.EndpointID, "err", err)
+		o.finished = w.now()
+		egressFailed(&o, err)
 		return o
 	}
 	o.res = w.senderFor(d.PartnerURL).Send(ctx, req.Request)

@@ -21,7 +21,10 @@ func (w *Worker) buildSenders(cfg Config) error {
 	// partner, or one with a high max_in_flight); a smaller idle pool
 	// would close and redial connections under exactly that load.
 	build := func(g *ssrf.Guard) (*sender.Sender, error) {
-		s, err := sender.New(sender.Options{Guard: g, UserAgent: ua, Now: cfg.Now, MaxIdleConnsPerHost: cfg.Concurrency})
+		s, err := sender.New(sender.Options{
+			Guard: g, UserAgent: ua, Now: cfg.Now, MaxIdleConnsPerHost: cfg.Concurrency,
+			Proxy: cfg.EgressProxy, RootCAs: cfg.RootCAs,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}

@@ -15,10 +15,12 @@ package worker
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,10 @@ type Config struct {
 	// nil, whatever Guard allows.
 	PartnerGuard *ssrf.Guard
 	UserAgent    string
+	// EgressProxy is the default egress proxy (HOOKLINE_EGRESS_PROXY); nil
+	// sends directly. RootCAs replaces the system roots (tests).
+	EgressProxy *url.URL
+	RootCAs     *x509.CertPool
 
 	// Concurrency bounds the sends in flight in this process (default 256).
 	Concurrency int
@@ -145,6 +151,7 @@ type Worker struct {
 	secrets        secretCache
 	tmpls          sync.Map    // template string → *postback.Template
 	headers        sync.Map    // endpoint id → headerEntry
+	egress         sync.Map    // endpoint id → egressEntry
 	capped         atomic.Bool // the last claim had rate-limited or paused endpoints
 	log            *slog.Logger
 	now            func() time.Time

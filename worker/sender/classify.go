@@ -64,6 +64,8 @@ func classifyError(res *Result, err error, parent context.Context, timeout time.
 	var (
 		blocked *ssrf.BlockedError
 		dnsErr  *net.DNSError
+		proxy   *ProxyError
+		token   *TokenError
 	)
 	switch {
 	case parent.Err() != nil:
@@ -72,10 +74,28 @@ func classifyError(res *Result, err error, parent context.Context, timeout time.
 		fail(res, Transient, ClassCanceled, "canceled before the attempt completed")
 	case errors.As(err, &blocked):
 		fail(res, Permanent, ClassBlocked, blocked.Error())
+	case errors.As(err, &token):
+		// The token endpoint is the partner's too: its outage is one like
+		// the receiver's, retried with backoff and counted by the breaker.
+		fail(res, Transient, ClassToken, token.message())
+	case errors.As(err, &proxy) && proxy.Status != 0:
+		// The proxy answered the CONNECT with a refusal: a 4xx (403: its
+		// rules do not allow the destination; 407: it wants credentials)
+		// is its configuration and will not change by retrying; a 5xx is
+		// the proxy failing to reach the destination, or itself.
+		o := Permanent
+		if proxy.Status >= 500 {
+			o = Transient
+		}
+		fail(res, o, ClassProxy, proxy.Error())
 	case isTimeout(err):
 		// Every deadline of the exchange (dial, handshake, write, read)
 		// is the request's own.
-		fail(res, Transient, ClassTimeout, "timeout after "+timeout.String())
+		msg := "timeout after " + timeout.String()
+		if errors.As(err, &proxy) {
+			msg += " (at egress proxy " + proxy.Proxy + ")"
+		}
+		fail(res, Transient, ClassTimeout, msg)
 	case errors.As(err, &dnsErr):
 		// All DNS failures are transient, "no such host" included. A name
 		// that does not resolve is at least as often a record being
@@ -88,6 +108,10 @@ func classifyError(res *Result, err error, parent context.Context, timeout time.
 		// Certificate and protocol problems need a fix on one side or the
 		// other; retrying the same handshake will fail the same way.
 		fail(res, Permanent, ClassTLS, tlsMessage(err))
+	case errors.As(err, &proxy):
+		// The proxy is down or unreachable: transient, and the breaker
+		// opens as for a receiver that is.
+		fail(res, Transient, ClassConnect, "egress proxy "+proxy.Proxy+": "+connectMessage(proxy.Err))
 	default:
 		fail(res, Transient, ClassConnect, connectMessage(err))
 	}
@@ -142,9 +166,23 @@ func tlsMessage(err error) string {
 	if errors.As(err, &record) {
 		return "tls: the server did not answer with TLS"
 	}
+	var op *net.OpError
+	remote := strings.HasPrefix(msg, "remote error: ") || errors.As(err, &op) && op.Op == "remote error"
 	msg = strings.TrimPrefix(msg, "remote error: ")
 	if !strings.HasPrefix(msg, "tls: ") {
 		msg = "tls: " + msg
+	}
+	if remote {
+		// The receiver's alert: name what it means for the client
+		// certificate, the commonest reason a partner refuses a handshake
+		// that our side accepted.
+		switch strings.TrimPrefix(msg, "tls: ") {
+		case "certificate required":
+			msg = "tls: the receiver requires a client certificate (" + msg + ")"
+		case "bad certificate", "unknown certificate authority", "expired certificate",
+			"certificate revoked", "unsupported certificate", "certificate unknown", "access denied":
+			msg = "tls: the receiver refused the client certificate (" + msg + ")"
+		}
 	}
 	return sanitize(msg, MaxError)
 }

@@ -12,14 +12,13 @@ package sender
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,6 +73,10 @@ const (
 	ClassBodyMismatch   = "body_mismatch"
 	ClassInvalidRequest = "invalid_request"
 	ClassCanceled       = "canceled"
+	// ClassProxy: the egress proxy refused to connect to the destination.
+	ClassProxy = "proxy"
+	// ClassToken: no OAuth2 token could be had for the request.
+	ClassToken = "oauth2_token"
 )
 
 // Request is one attempt, fully built by the caller.
@@ -95,6 +98,9 @@ type Request struct {
 	// event values rendered into a postback URL's path, where the query's
 	// redaction cannot see them.
 	Redact []string
+	// Egress, when set, is the endpoint's own way out (proxy, CA, client
+	// certificate, credentials); nil goes out through the shared client.
+	Egress *Egress
 }
 
 // Result describes one attempt. Error and Excerpt are safe to store, log
@@ -116,6 +122,14 @@ type Result struct {
 	// the answer without resolving the host again: the partner portal
 	// shows no response body from a non-public address.
 	RemoteClass ssrf.Class
+	// Proxy is the egress proxy the attempt went through (http://host:port),
+	// "" when direct. RemoteAddr is then the destination's address the
+	// proxy was asked to connect to.
+	Proxy string
+	// TLSVersion is the connection's TLS version (tls.VersionTLS13...), 0
+	// for plain HTTP; TLSResumed that its handshake resumed a session.
+	TLSVersion uint16
+	TLSResumed bool
 }
 
 // Options configures a Sender.
@@ -128,6 +142,18 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	Resolver            *net.Resolver
 	Now                 func() time.Time // wall clock for Started and Retry-After dates
+	// RootCAs are the roots receivers' certificates are checked against;
+	// nil means the system's. Verification is always on.
+	RootCAs *x509.CertPool
+	// Proxy is the default egress proxy (HOOKLINE_EGRESS_PROXY), nil for
+	// direct connections. Its address is allowed only as a proxy: the
+	// guard judges each destination before the proxy is asked for it.
+	Proxy *url.URL
+	// Proxies are further proxies an endpoint may choose (Egress.Proxy)
+	// whose addresses are, like Proxy's, not judged by the guard; any
+	// other proxy an endpoint names must be a destination the guard
+	// allows.
+	Proxies []*url.URL
 }
 
 // Sender performs attempts over keep-alive connections shared by every
@@ -142,27 +168,28 @@ type Options struct {
 // speaks HTTP/1.1) and cancellation by context, which Send rebuilds by
 // aborting the connections to the request's host (abort).
 type Sender struct {
-	client    *fasthttp.Client
+	client    *client // for requests without Egress
 	guard     *ssrf.Guard
+	resolver  *net.Resolver
+	roots     *x509.CertPool
+	proxy     *url.URL
+	proxies   []*url.URL
+	perHost   int
 	userAgent string
 	now       func() time.Time
 	attempts  sync.Pool // *attempt
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{} // every open connection, for abort
+
+	clients   sync.Map   // Egress.Key → *client
+	clientsMu sync.Mutex // serialises building clients
 }
 
 // attempt is the per-request scratch space, pooled so that the hot path
 // does not allocate a body buffer per request.
 type attempt struct {
 	buf [MaxBodyRead]byte
-	// lastRemote and lastRemoteStr cache the string form of the last
-	// connection's address: keep-alive makes the same connection (and the
-	// same *net.TCPAddr) come back, and formatting it costs two
-	// allocations.
-	lastRemote      net.Addr
-	lastRemoteStr   string
-	lastRemoteClass ssrf.Class
 }
 
 // conn is a dialled connection as the Sender tracks it. Once aborted
@@ -171,9 +198,10 @@ type attempt struct {
 // errAborted before sending anything.
 type conn struct {
 	net.Conn
-	addr string // host:port as dialled
-	s    *Sender
-	once sync.Once
+	addr   string // host:port as dialled
+	s      *Sender
+	remote *connAddr
+	once   sync.Once
 
 	mu      sync.Mutex // orders deadline changes with abort
 	aborted bool
@@ -193,6 +221,14 @@ func (c *conn) Close() error {
 		c.s.connMu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+func (c *conn) RemoteAddr() net.Addr { return c.remote }
+
+func (s *Sender) track(c *conn) {
+	s.connMu.Lock()
+	s.conns[c] = struct{}{}
+	s.connMu.Unlock()
 }
 
 func (c *conn) abort() {
@@ -263,37 +299,40 @@ func New(opts Options) (*Sender, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Sender{guard: opts.Guard, userAgent: ua, now: now, conns: map[*conn]struct{}{}}
-	s.attempts.New = func() any { return &attempt{} }
-
-	dialer := net.Dialer{
-		KeepAlive: 30 * time.Second,
-		Control:   opts.Guard.Control,
-		Resolver:  opts.Resolver,
+	s := &Sender{
+		guard: opts.Guard, resolver: opts.Resolver, roots: opts.RootCAs, proxy: opts.Proxy,
+		userAgent: ua, now: now, perHost: perHost, conns: map[*conn]struct{}{},
 	}
-	s.client = &fasthttp.Client{
-		// No proxy, deliberately: fasthttp reads none from the
-		// environment. The process would otherwise dial the proxy, the
-		// guard would approve the proxy's address, and the proxy would
-		// connect to whatever the URL names, internal addresses included.
-		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			d := dialer
-			d.Timeout = timeout
-			c, err := d.Dial("tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			tc := &conn{Conn: c, addr: addr, s: s}
-			s.connMu.Lock()
-			s.conns[tc] = struct{}{}
-			s.connMu.Unlock()
-			return tc, nil
-		},
-		TLSConfig: &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"http/1.1"},
-		},
-		MaxConnsPerHost:     perHost,
+	if opts.Proxy != nil {
+		s.proxies = append(s.proxies, opts.Proxy)
+	}
+	s.proxies = append(s.proxies, opts.Proxies...)
+	s.attempts.New = func() any { return &attempt{} }
+	var err error
+	if s.client, err = s.newClient(nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fasthttpClient is the fasthttp client every Sender client is: only
+// how a host's connections are dialled (configure) differs.
+func (s *Sender) fasthttpClient(configure func(*fasthttp.HostClient)) *fasthttp.Client {
+	return &fasthttp.Client{
+		// No proxy from the environment, deliberately: fasthttp reads
+		// none, and the process would otherwise dial the proxy, the guard
+		// would approve the proxy's address, and the proxy would connect
+		// to whatever the URL names, internal addresses included. A proxy
+		// is configured (Options.Proxy), and then the destination is
+		// checked before the proxy is asked (client.dialProxy).
+		// DialTimeout is set per host by configure, which knows whether
+		// the host speaks TLS: the sender makes the handshake itself
+		// (client.dial), so that it knows the version and whether the
+		// session was resumed.
+		//
+		// TLS: at least 1.2, verified always, SNI from the URL's host;
+		// HTTP/1.1 only (see Sender).
+		MaxConnsPerHost:     s.perHost,
 		MaxConnWaitTimeout:  time.Minute, // bounded sooner by each request's deadline
 		MaxIdleConnDuration: 90 * time.Second,
 		// A busy connection is never idle: without an end of its own it
@@ -314,13 +353,13 @@ func New(opts Options) (*Sender, error) {
 		ConfigureClient: func(hc *fasthttp.HostClient) error {
 			// Errors never quote what the receiver sent.
 			hc.SecureErrorLogMessage = true
+			configure(hc)
 			return nil
 		},
 		// Send repeats what may be repeated (resendable), knowing whether
 		// the send was canceled; fasthttp repeats nothing.
 		MaxIdemponentCallAttempts: 1,
 	}
-	return s, nil
 }
 
 // maxTries bounds how often one attempt's request goes out (resendable).
@@ -344,7 +383,11 @@ func resendable(err error, try int) bool {
 // Close closes idle keep-alive connections. Sends in progress finish
 // normally; the Sender stays usable.
 func (s *Sender) Close() {
-	s.client.CloseIdleConnections()
+	s.client.fc.CloseIdleConnections()
+	s.clients.Range(func(_, v any) bool {
+		v.(*client).closeIdle()
+		return true
+	})
 }
 
 // abort makes every exchange on a connection to addr fail now (fasthttp
@@ -353,7 +396,7 @@ func (s *Sender) Close() {
 // same host on their own connections fail too, as timeouts; callers cancel
 // when the whole worker stops or a dashboard request goes away, rarely
 // both at once for one host.
-func (s *Sender) abort(addr string) {
+func (s *Sender) abort(c *client, addr string) {
 	s.connMu.Lock()
 	for c := range s.conns {
 		if c.addr == addr {
@@ -361,20 +404,7 @@ func (s *Sender) abort(addr string) {
 		}
 	}
 	s.connMu.Unlock()
-	s.client.CloseIdleConnections()
-}
-
-// classify is the guard's class of a connection's remote address.
-func (s *Sender) classify(remote net.Addr) ssrf.Class {
-	ta, ok := remote.(*net.TCPAddr)
-	if !ok {
-		return ssrf.ClassNone
-	}
-	ip, ok := netip.AddrFromSlice(ta.IP)
-	if !ok {
-		return ssrf.ClassNone
-	}
-	return s.guard.Classify(ip)
+	c.fc.CloseIdleConnections()
 }
 
 // dialAddr is the address fasthttp dials for u, as its DialTimeout gets
@@ -432,9 +462,37 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		classifyError(res, parent.Err(), parent, timeout)
 		return
 	}
+	c := s.client
+	if r.Egress != nil {
+		var once bool
+		var err error
+		if c, once, err = s.clientFor(r.Egress); err != nil {
+			fail(res, Permanent, ClassInvalidRequest, Truncate(err.Error(), MaxError))
+			return
+		}
+		if once {
+			defer c.closeIdle()
+		}
+		if c.cert != nil && s.now().After(c.cert.NotAfter) {
+			fail(res, Permanent, ClassTLS, "tls: the client certificate expired on "+c.cert.NotAfter.UTC().Format(time.DateOnly))
+			return
+		}
+	}
 	if parent.Done() != nil {
-		stop := context.AfterFunc(parent, func() { s.abort(dialAddr(u)) })
+		stop := context.AfterFunc(parent, func() { s.abort(c, dialAddr(u)) })
 		defer stop()
+	}
+	var auth string
+	if c.auth != nil {
+		ctx, cancel := context.WithDeadline(parent, deadline)
+		var err error
+		auth, err = c.auth.authorization(ctx, c)
+		cancel()
+		if err != nil {
+			classifyError(res, err, parent, timeout)
+			return
+		}
+		req.Header.Set("Authorization", auth)
 	}
 
 	a := s.attempts.Get().(*attempt)
@@ -442,20 +500,35 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 
-	var err error
-	for try := 1; ; try++ {
-		err = s.client.DoDeadline(req, resp, deadline)
-		if err == nil || parent.Err() != nil || try == maxTries || !resendable(err, try) {
-			break
-		}
+	err := s.exchange(c, req, resp, deadline, parent)
+	if err == nil && resp.StatusCode() == http.StatusUnauthorized && c.auth != nil && c.auth.refused(auth) {
+		// The receiver refused the token (revoked, rotated, or its clock
+		// ahead of ours): once, with a fresh one.
+		resp.CloseBodyStream()
 		resp.Reset()
-	}
-	if remote := resp.RemoteAddr(); remote != nil {
-		if remote != a.lastRemote {
-			a.lastRemote, a.lastRemoteStr = remote, remote.String()
-			a.lastRemoteClass = s.classify(remote)
+		ctx, cancel := context.WithDeadline(parent, deadline)
+		auth, err = c.auth.authorization(ctx, c)
+		cancel()
+		if err != nil {
+			classifyError(res, err, parent, timeout)
+			return
 		}
-		res.RemoteAddr, res.RemoteClass = a.lastRemoteStr, a.lastRemoteClass
+		req.Header.Set("Authorization", auth)
+		err = s.exchange(c, req, resp, deadline, parent)
+	}
+	if ca, ok := resp.RemoteAddr().(*connAddr); ok {
+		res.RemoteAddr, res.RemoteClass = ca.str, ca.class
+		res.Proxy, res.TLSVersion, res.TLSResumed = ca.proxy, ca.tls, ca.resumed
+		if res.Proxy != "" {
+			res.Proxy = "http://" + res.Proxy
+		}
+		if err != nil {
+			if tlsErr := ca.tlsErr.Load(); tlsErr != nil {
+				err = *tlsErr
+			}
+		}
+	} else if proxy := c.proxy; proxy != nil {
+		res.Proxy = Redacted(proxy)
 	}
 	if err != nil {
 		classifyError(res, err, parent, timeout)
@@ -503,6 +576,18 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	fail(res, v.outcome, v.class, text)
 	if v.retryAfter {
 		res.RetryAfter = parseRetryAfter(string(resp.Header.Peek("Retry-After")), s.now())
+	}
+}
+
+// exchange sends req on c, again on another connection when that is safe
+// (resendable).
+func (s *Sender) exchange(c *client, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, parent context.Context) error {
+	for try := 1; ; try++ {
+		err := c.fc.DoDeadline(req, resp, deadline)
+		if err == nil || parent.Err() != nil || try == maxTries || !resendable(err, try) {
+			return err
+		}
+		resp.Reset()
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
@@ -90,10 +92,10 @@ func TestNewValidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if s.client.MaxConnsPerHost != DefaultMaxIdleConnsPerHost || s.userAgent != "hookline" {
-			t.Fatalf("defaults not applied: per host %d, user agent %q", s.client.MaxConnsPerHost, s.userAgent)
+		if s.client.fc.MaxConnsPerHost != DefaultMaxIdleConnsPerHost || s.userAgent != "hookline" {
+			t.Fatalf("defaults not applied: per host %d, user agent %q", s.client.fc.MaxConnsPerHost, s.userAgent)
 		}
-		if s.client.Dial != nil || s.client.DialTimeout == nil {
+		if s.client.fc.Dial != nil || s.client.fc.ConfigureClient == nil || s.client.dialer.Control == nil {
 			t.Fatal("every connection must be dialled by the guard's dialer")
 		}
 	})
@@ -723,10 +725,9 @@ func TestSendTLS(t *testing.T) {
 	}
 	t.Run("http/1.1 where http2 is offered", func(t *testing.T) {
 		srv, proto := newTLSServer(t)
-		s := newTestSender(t, Options{})
 		pool := x509.NewCertPool()
 		pool.AddCert(srv.Certificate())
-		s.client.TLSConfig.RootCAs = pool
+		s := newTestSender(t, Options{RootCAs: pool})
 		res := s.Send(context.Background(), Request{URL: srv.URL, Timeout: 5 * time.Second})
 		if res.Outcome != OK {
 			t.Fatalf("outcome %q/%q: %s", res.Outcome, res.ErrorClass, res.Error)
@@ -797,9 +798,12 @@ func TestSendDefaultTimeout(t *testing.T) {
 	// A zero Timeout must mean the endpoints' default, never "no limit".
 	var remaining time.Duration
 	s := newTestSender(t, Options{})
-	s.client.DialTimeout = func(_ string, timeout time.Duration) (net.Conn, error) {
-		remaining = timeout
-		return nil, errors.New("stop here")
+	s.client.fc.ConfigureClient = func(hc *fasthttp.HostClient) error {
+		hc.DialTimeout = func(_ string, timeout time.Duration) (net.Conn, error) {
+			remaining = timeout
+			return nil, errors.New("stop here")
+		}
+		return nil
 	}
 	s.Send(context.Background(), Request{URL: "http://127.0.0.1:1/"})
 	if remaining <= DefaultTimeout-time.Second || remaining > DefaultTimeout {
@@ -1041,14 +1045,14 @@ func TestSendConnectionsEnd(t *testing.T) {
 		}
 	}
 	young := newTestSender(t, Options{})
-	if young.client.MaxConnDuration != maxConnDuration {
-		t.Fatalf("connections live %v, want %v", young.client.MaxConnDuration, maxConnDuration)
+	if young.client.fc.MaxConnDuration != maxConnDuration {
+		t.Fatalf("connections live %v, want %v", young.client.fc.MaxConnDuration, maxConnDuration)
 	}
 	sendAll(young, 2, 1) // one connection, kept alive
 	// A lifetime every connection has outlived by its first request: each
 	// request goes out marked Connection: close, and the next dials anew.
 	old := newTestSender(t, Options{})
-	old.client.MaxConnDuration = time.Nanosecond
+	old.client.fc.MaxConnDuration = time.Nanosecond
 	sendAll(old, 3, 4)
 }
 
