@@ -26,10 +26,11 @@ const (
 	familyAPI                  // the rest of the JSON API
 	familyForm                 // dashboard and portal forms (signed in)
 	familySignIn               // forms sent before anyone is known
+	familyExport               // GET *.csv: a long answer, streamed
 )
 
 func (f family) String() string {
-	return [...]string{"page", "ingest", "api", "form", "sign-in"}[f]
+	return [...]string{"page", "ingest", "api", "form", "sign-in", "export"}[f]
 }
 
 // Limits are the edge's sizes and deadlines. Zero values take the
@@ -57,6 +58,8 @@ type Limits struct {
 	// on and retries.
 	WriteTimeout       time.Duration
 	IngestWriteTimeout time.Duration
+	// ExportWriteTimeout bounds a streamed export (the audit log as CSV).
+	ExportWriteTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection nobody uses.
 	IdleTimeout time.Duration
 	// MaxConnections caps open connections (HOOKLINE_MAX_CONNECTIONS).
@@ -76,6 +79,7 @@ func DefaultLimits() Limits {
 		BodyTimeout:        30 * time.Second,
 		WriteTimeout:       60 * time.Second,
 		IngestWriteTimeout: 30 * time.Second,
+		ExportWriteTimeout: 10 * time.Minute,
 		IdleTimeout:        120 * time.Second,
 		MaxConnections:     1024,
 	}
@@ -102,6 +106,7 @@ func (l Limits) withDefaults() Limits {
 	fillD(&l.BodyTimeout, d.BodyTimeout)
 	fillD(&l.WriteTimeout, d.WriteTimeout)
 	fillD(&l.IngestWriteTimeout, d.IngestWriteTimeout)
+	fillD(&l.ExportWriteTimeout, d.ExportWriteTimeout)
 	fillD(&l.IdleTimeout, d.IdleTimeout)
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = d.MaxHeaderBytes
@@ -117,6 +122,9 @@ func familyOf(r *http.Request) family {
 	p := r.URL.Path
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if strings.HasSuffix(p, ".csv") {
+			return familyExport
+		}
 		return familyPage
 	}
 	switch {
@@ -143,8 +151,11 @@ func (l Limits) bodyLimit(f family) int64 {
 }
 
 func (l Limits) writeTimeout(f family) time.Duration {
-	if f == familyIngest {
+	switch f {
+	case familyIngest:
 		return l.IngestWriteTimeout
+	case familyExport:
+		return l.ExportWriteTimeout
 	}
 	return l.WriteTimeout
 }

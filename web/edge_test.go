@@ -511,3 +511,30 @@ func TestEdgeMetricsNotPublic(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeFamilies: each request meets its family's body limit and write
+// deadline.
+func TestEdgeFamilies(t *testing.T) {
+	l := DefaultLimits()
+	for _, tc := range []struct {
+		method, path string
+		want         family
+		limit        int64
+		write        time.Duration
+	}{
+		{http.MethodPost, "/api/v1/events", familyIngest, 256 << 10, 30 * time.Second},
+		{http.MethodPost, "/api/v1/events/batch", familyIngest, 256 << 10, 30 * time.Second},
+		{http.MethodPatch, "/api/v1/endpoints/1", familyAPI, 256 << 10, time.Minute},
+		{http.MethodPost, "/login", familySignIn, 16 << 10, time.Minute},
+		{http.MethodPost, "/login/code", familySignIn, 16 << 10, time.Minute},
+		{http.MethodPost, "/portal/signin", familySignIn, 16 << 10, time.Minute},
+		{http.MethodPost, "/partners", familyForm, 256 << 10, time.Minute},
+		{http.MethodGet, "/endpoints", familyPage, 16 << 10, time.Minute},
+		{http.MethodGet, "/audit/export.csv", familyExport, 16 << 10, 10 * time.Minute},
+	} {
+		f := familyOf(httptest.NewRequest(tc.method, tc.path, nil))
+		if f != tc.want || l.bodyLimit(f) != tc.limit || l.writeTimeout(f) != tc.write {
+			t.Errorf("%s %s: %s, %d bytes, %s; want %s, %d, %s", tc.method, tc.path, f, l.bodyLimit(f), l.writeTimeout(f), tc.want, tc.limit, tc.write)
+		}
+	}
+}
