@@ -45,6 +45,22 @@ func (p Preset) MissingParams(t *Template) []Warning {
 	return out
 }
 
+// ParamWarnings is MissingParams plus a warning for each required
+// parameter whose macro has a default: the tracker needs the real value,
+// and a default would send a stand-in instead of failing the delivery
+// where it can be seen and replayed.
+func (p Preset) ParamWarnings(t *Template) []Warning {
+	out := p.MissingParams(t)
+	defaulted := t.queryDefaults()
+	for _, par := range p.Params {
+		if par.Required && defaulted[par.Name] {
+			out = append(out, Warning{Code: WarnPresetDefault, Pos: -1,
+				Msg: fmt.Sprintf("%s requires a real %q, but its macro has a default, which would be sent when the payload lacks the field; remove the default so such a delivery fails as missing_field", p.Name, par.Name)})
+		}
+	}
+	return out
+}
+
 // Param explains one query parameter of a preset.
 type Param struct {
 	Name  string // the tracker's parameter name, e.g. "cid"
@@ -197,6 +213,7 @@ func SampleValues(eventID string, now time.Time) Values {
 			"currency":       json.RawMessage(`"USD"`),
 			"amount":         json.RawMessage(`49.90`),
 			"sum":            json.RawMessage(`12.5`),
+			"user":           json.RawMessage(`{"country":"DE","id":"u_42"}`),
 		},
 	}
 }
