@@ -18,14 +18,15 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset
+    macro_style, signature_param, preset, postback_rules
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13,
     $14, $15, $16,
-    coalesce($17::text, 'braces'), $18, $19
+    coalesce($17::text, 'braces'), $18, $19,
+    $20
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
 `
 
 type EndpointCreateParams struct {
@@ -48,6 +49,7 @@ type EndpointCreateParams struct {
 	MacroStyle          *string
 	SignatureParam      string
 	Preset              string
+	PostbackRules       []byte
 }
 
 // Creates the endpoint; the caller creates its health row and first secret
@@ -73,6 +75,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		arg.MacroStyle,
 		arg.SignatureParam,
 		arg.Preset,
+		arg.PostbackRules,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -104,6 +107,7 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }
@@ -176,7 +180,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -211,12 +215,13 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -252,12 +257,13 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -302,6 +308,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.MacroStyle,
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
+		&i.Endpoint.PostbackRules,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -330,7 +337,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -384,6 +391,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.MacroStyle,
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
+			&i.Endpoint.PostbackRules,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -492,7 +500,7 @@ SET disable_after_failures = $1,
     disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
     disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN $3 ELSE disabled_cause END
 WHERE id = $4
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
 `
 
 type EndpointSetFailureBudgetParams struct {
@@ -542,13 +550,14 @@ func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetF
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
 `
 
 type EndpointSetHeadersParams struct {
@@ -591,6 +600,7 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }
@@ -606,9 +616,10 @@ UPDATE endpoints SET
     macro_style = coalesce($14::text, macro_style),
     signature_param = coalesce($15::text, signature_param),
     preset = coalesce($16::text, preset),
-    enabled = $17, disabled_reason = $18, updated_at = now()
-WHERE id = $19
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset
+    postback_rules = $17,
+    enabled = $18, disabled_reason = $19, updated_at = now()
+WHERE id = $20
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
 `
 
 type EndpointUpdateParams struct {
@@ -628,13 +639,15 @@ type EndpointUpdateParams struct {
 	MacroStyle          *string
 	SignatureParam      *string
 	Preset              *string
+	PostbackRules       []byte
 	Enabled             bool
 	DisabledReason      string
 	ID                  int64
 }
 
 // Writes every configurable field; PATCH merges in Go and validates the whole.
-// A null macro_style, signature_param or preset keeps the stored value.
+// A null macro_style, signature_param or preset keeps the stored value; a
+// null postback_rules means none (the caller passes the stored rules on).
 func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointUpdate,
 		arg.Name,
@@ -653,6 +666,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.MacroStyle,
 		arg.SignatureParam,
 		arg.Preset,
+		arg.PostbackRules,
 		arg.Enabled,
 		arg.DisabledReason,
 		arg.ID,
@@ -687,6 +701,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.MacroStyle,
 		&i.SignatureParam,
 		&i.Preset,
+		&i.PostbackRules,
 	)
 	return i, err
 }

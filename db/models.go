@@ -85,6 +85,7 @@ type Endpoint struct {
 	MacroStyle           string
 	SignatureParam       string
 	Preset               string
+	PostbackRules        []byte
 }
 
 type EndpointHealth struct {

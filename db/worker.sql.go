@@ -116,7 +116,7 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param
+       e.secret_version, e.macro_style, e.signature_param, e.postback_rules
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -151,6 +151,7 @@ type DeliveryClaimRow struct {
 	SecretVersion       int64
 	MacroStyle          string
 	SignatureParam      string
+	PostbackRules       []byte
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -203,6 +204,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.SecretVersion,
 			&i.MacroStyle,
 			&i.SignatureParam,
+			&i.PostbackRules,
 		); err != nil {
 			return nil, err
 		}
@@ -257,7 +259,7 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param
+          e.secret_version, e.macro_style, e.signature_param, e.postback_rules
 `
 
 type DeliveryClaimProbesParams struct {
@@ -286,6 +288,7 @@ type DeliveryClaimProbesRow struct {
 	SecretVersion       int64
 	MacroStyle          string
 	SignatureParam      string
+	PostbackRules       []byte
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -329,6 +332,7 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.SecretVersion,
 			&i.MacroStyle,
 			&i.SignatureParam,
+			&i.PostbackRules,
 		); err != nil {
 			return nil, err
 		}

@@ -5,12 +5,13 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset
+    macro_style, signature_param, preset, postback_rules
 ) VALUES (
     @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
     @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
     @success_body_contains, @enabled, sqlc.narg('filter'),
-    coalesce(sqlc.narg('macro_style')::text, 'braces'), @signature_param, @preset
+    coalesce(sqlc.narg('macro_style')::text, 'braces'), @signature_param, @preset,
+    sqlc.narg('postback_rules')
 )
 RETURNING *;
 
@@ -38,7 +39,8 @@ SELECT * FROM endpoints WHERE id = @id FOR UPDATE;
 
 -- name: EndpointUpdate :one
 -- Writes every configurable field; PATCH merges in Go and validates the whole.
--- A null macro_style, signature_param or preset keeps the stored value.
+-- A null macro_style, signature_param or preset keeps the stored value; a
+-- null postback_rules means none (the caller passes the stored rules on).
 UPDATE endpoints SET
     name = @name, url = @url, method = @method, event_types = @event_types,
     headers = @headers, max_attempts = @max_attempts, timeout_ms = @timeout_ms,
@@ -49,6 +51,7 @@ UPDATE endpoints SET
     macro_style = coalesce(sqlc.narg('macro_style')::text, macro_style),
     signature_param = coalesce(sqlc.narg('signature_param')::text, signature_param),
     preset = coalesce(sqlc.narg('preset')::text, preset),
+    postback_rules = sqlc.narg('postback_rules'),
     enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id
 RETURNING *;

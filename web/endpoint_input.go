@@ -86,6 +86,7 @@ type endpointInput struct {
 	// deliveries spanning at least this many hours (0 failures: never).
 	DisableAfterFailures *int `json:"disable_after_failures"`
 	DisableAfterHours    *int `json:"disable_after_hours"`
+	rulesInput                // postbacks: value maps and payout share
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -112,6 +113,7 @@ type endpointConfig struct {
 	// DisableAfterFailures and DisableAfterHours are the failure budget.
 	DisableAfterFailures int32
 	DisableAfterHours    int32
+	Rules                []byte // a postback's rules as stored; nil for none
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -138,6 +140,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 		MacroStyle:          e.MacroStyle,
 		SignatureParam:      e.SignatureParam,
 		Preset:              e.Preset,
+		rulesInput:          rulesFromStored(e.PostbackRules),
 	}
 	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
@@ -198,6 +201,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			fail("signature_param", "is for postbacks; webhooks are signed with Standard Webhooks headers")
 		case in.Preset != "":
 			fail("preset", "is for postbacks")
+		case in.rulesInput.given():
+			fail("value_maps", "value_maps, unmapped, payout_share and payout_field are for postbacks")
 		}
 	case "postback":
 		if c.Method == "" {
@@ -213,6 +218,10 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			fail("url", "%s", msg)
 		} else if msg := checkSignatureParam(c.URL, c.MacroStyle, c.SignatureParam); msg != "" {
 			fail("signature_param", "%s", msg)
+		}
+		var fe *fieldError
+		if c.Rules, fe = checkRules(in.rulesInput); fe != nil {
+			errs = append(errs, *fe)
 		}
 	case "":
 		fail("kind", "is required: webhook or postback")

@@ -44,6 +44,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
 			MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: cfg.SignatureParam, Preset: cfg.Preset,
+			PostbackRules: cfg.Rules,
 		})
 		if db.IsUniqueViolation(err) {
 			return conflict("name", "this partner already has an endpoint with this name")
@@ -161,6 +162,7 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
 		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
 		MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: ptrTo(cfg.SignatureParam), Preset: ptrTo(cfg.Preset),
+		PostbackRules: cfg.Rules,
 	})
 	if db.IsUniqueViolation(err) {
 		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")
@@ -201,6 +203,7 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("macro_style", a.MacroStyle != b.MacroStyle)
 	add("signature_param", a.SignatureParam != b.SignatureParam)
 	add("preset", a.Preset != b.Preset)
+	add("postback_rules", !bytes.Equal(a.PostbackRules, b.PostbackRules))
 	add("disable_after_failures", a.DisableAfterFailures != b.DisableAfterFailures)
 	add("disable_after_hours", a.DisableAfterHours != b.DisableAfterHours)
 	if out == nil {

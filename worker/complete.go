@@ -370,10 +370,11 @@ func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, 
 
 // countsForBreaker reports whether an outcome is evidence about the
 // endpoint's health. A payload missing a postback field is the producer's
-// fault, not the partner's, and a signing problem is ours.
+// fault, not the partner's, and a signing problem is ours; a value its
+// map lacks was never sent.
 func countsForBreaker(o *outcome) bool {
 	switch o.res.ErrorClass {
-	case classMissingField, classSigning:
+	case classMissingField, classSigning, classUnmapped:
 		return false
 	}
 	return o.res.Outcome != sender.Gone

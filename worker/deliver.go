@@ -23,6 +23,9 @@ const (
 	classMissingField = "missing_field" // the payload lacks a field the postback template needs
 	classSigning      = "signing"       // no usable signing secret
 	classLeaseExpired = "lease_expired" // the worker sending it died
+	// classUnmapped: a postback value the endpoint's map lacks, under
+	// unmapped "skip" (recorded delivered, nothing sent) or "fail" (dead).
+	classUnmapped = "unmapped_value"
 )
 
 // outcome is the result of one attempt of a claimed delivery.
@@ -53,7 +56,7 @@ func (o *outcome) ended() time.Time {
 // a real latency sample.
 func (o *outcome) sent() bool {
 	switch o.res.ErrorClass {
-	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning:
+	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning, classUnmapped:
 		return false
 	}
 	return true
@@ -82,6 +85,11 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	if d.Kind == request.KindPostback {
 		ep.MacroStyle, ep.SignatureParam = postback.Style(d.MacroStyle), d.SignatureParam
 		ep.Template, _ = w.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
+		if ep.Rules, err = w.rules(d.PostbackRules); err != nil {
+			o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, err.Error())
+			o.finished = w.now()
+			return o
+		}
 	}
 	if d.Kind != request.KindPostback || d.SignatureParam != "" {
 		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
@@ -105,6 +113,12 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 			class = classMissingField
 		}
 		o.res = failed(now, sender.Permanent, class, err.Error())
+		if c, skip := unmapped(err); c != "" {
+			o.res = failed(now, sender.Permanent, c, err.Error())
+			if skip {
+				o.res.Outcome = sender.OK
+			}
+		}
 		o.finished = w.now()
 		return o
 	}

@@ -145,6 +145,7 @@ type endpointOpts struct {
 	successBodyContains string
 	macroStyle          string // "" is braces
 	signatureParam      string
+	rules               string // postback_rules JSON; "" for none
 }
 
 // endpoint creates an endpoint with its health row and secret; it returns
@@ -179,6 +180,11 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 		id = ep.ID
 		if o.macroStyle != "" {
 			if _, err := tx.Exec(ctx, "UPDATE endpoints SET macro_style = $2 WHERE id = $1", id, o.macroStyle); err != nil {
+				return err
+			}
+		}
+		if o.rules != "" {
+			if _, err := tx.Exec(ctx, "UPDATE endpoints SET postback_rules = $2 WHERE id = $1", id, o.rules); err != nil {
 				return err
 			}
 		}

@@ -40,7 +40,9 @@ type Endpoint struct {
 	// braces.
 	MacroStyle postback.Style
 	// SignatureParam, when set on a postback, signs its URL: see Build.
-	SignatureParam      string
+	SignatureParam string
+	// Rules are a postback's value maps and payout share; nil for none.
+	Rules               *postback.Rules
 	Method              string      // "" means GET
 	Header              http.Header // opened custom headers; never modified
 	TimeoutMs           int32
@@ -75,7 +77,8 @@ type Request struct {
 // postback is signed only when ep.SignatureParam is set: see SignPostback
 // for the scheme and for which key signs. A postback whose template does
 // not parse or whose payload lacks a macro's field is an error (a
-// *postback.MissingFieldError for the latter): nothing can be sent.
+// *postback.MissingFieldError for the latter, a *postback.UnmappedError
+// for a value ep.Rules may not send): nothing can be sent.
 func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error) {
 	r := Request{Request: sender.Request{
 		Method:              ep.Method,
@@ -108,13 +111,13 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 		if err != nil {
 			return Request{}, fmt.Errorf("payload: %w", err)
 		}
-		u, err := t.Render(postback.Values{
+		u, err := t.RenderRules(postback.Values{
 			EventID:   ev.ID,
 			EventType: ev.Type,
 			Timestamp: now,
 			Attempt:   ev.Attempt,
 			Payload:   fields,
-		})
+		}, ep.Rules)
 		if err != nil {
 			return Request{}, err
 		}

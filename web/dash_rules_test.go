@@ -1,0 +1,96 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// mapRows reads the value map rows the form shows, filled ones only.
+func mapRows(doc *goquery.Document) []string {
+	var out []string
+	doc.Find(`[data-testid=map-row]`).Each(func(_ int, s *goquery.Selection) {
+		f, _ := s.Find(`[name=map_field]`).Attr("value")
+		from, _ := s.Find(`[name=map_from]`).Attr("value")
+		to, _ := s.Find(`[name=map_to]`).Attr("value")
+		if f != "" || from != "" || to != "" {
+			out = append(out, f+":"+from+"="+to)
+		}
+	})
+	return out
+}
+
+// TestEndpointFormValueMaps: a preset fills its tracker's value map rows,
+// with blank rows to add more (no JavaScript needed); the preview shows
+// the mapped value and the shared payout; the rows, the policy and the
+// share are saved, shown again on the edit form and kept by an edit that
+// does not touch them; a row without a field is an error next to the map.
+func TestEndpointFormValueMaps(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	op := env.signIn(base, "op@example.com", "operator")
+
+	_, doc := op.get(fmt.Sprintf("/partners/%d/endpoints/new?kind=postback&preset=affise", pid))
+	rows := mapRows(doc)
+	if strings.Join(rows, " ") != "status:approved=1 status:declined=3 status:hold=5 status:pending=2" {
+		t.Fatalf("Affise preset rows: %v", rows)
+	}
+	if n := doc.Find(`[data-testid=map-row]`).Length(); n != len(rows)+blankMapRows {
+		t.Fatalf("%d rows, want %d filled and %d blank", n, len(rows), blankMapRows)
+	}
+	if doc.Find(`[data-testid=postback-rules] script`).Length() != 0 {
+		t.Fatal("inline script in the rules section")
+	}
+
+	tmpl := "https://t.acme.invalid/postback?clickid={click_id}&status={status}&sum={payout}"
+	_, prev := op.htmx(http.MethodPost, "/endpoints/preview", url.Values{"url": {tmpl}, "macro_style": {"braces"},
+		"map_field": {"status", "status", ""}, "map_from": {"approved", "declined", ""}, "map_to": {"1", "3", ""}, "payout_share": {"70"}})
+	if got := testid(prev, "preview-url").Text(); !strings.Contains(got, "status=1&sum=8.75") {
+		t.Fatalf("preview %q does not show the mapped status and the 70 %% share", got)
+	}
+
+	form := endpointForm(map[string]string{"name": "affise", "url": tmpl, "macro_style": "braces", "unmapped": "skip", "payout_share": "62.5"})
+	form["map_field"] = []string{"status", "status", ""}
+	form["map_from"] = []string{"approved", "declined", ""}
+	form["map_to"] = []string{"1", "3", ""}
+	path := fmt.Sprintf("/partners/%d/endpoints", pid)
+	res, doc := op.postForm(path, form)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
+	}
+	health, _ := testid(doc, "created-health-link").Attr("href")
+	_, doc = op.get(health + "/edit")
+	if rows := mapRows(doc); strings.Join(rows, " ") != "status:approved=1 status:declined=3" {
+		t.Fatalf("edit form rows: %v", rows)
+	}
+	if v, _ := doc.Find(`select[name=unmapped] option[selected]`).Attr("value"); v != "skip" {
+		t.Fatalf("edit form unmapped %q", v)
+	}
+	if v, _ := doc.Find(`[name=payout_share]`).Attr("value"); v != "62.5" {
+		t.Fatalf("edit form payout_share %q", v)
+	}
+
+	// An edit posting the form as shown keeps the rules.
+	edit := endpointForm(map[string]string{"name": "affise-2", "url": tmpl, "macro_style": "braces", "unmapped": "skip", "payout_share": "62.5", "enabled": "true"})
+	edit["map_field"], edit["map_from"], edit["map_to"] = form["map_field"], form["map_from"], form["map_to"]
+	if res, doc := op.postForm(health+"/edit", edit); res.StatusCode != http.StatusOK && res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
+	}
+	id := strings.TrimPrefix(health, "/endpoints/")
+	rec := env.do(http.MethodGet, "/api/v1/endpoints/"+id, nil)
+	if got := decodeBody[endpointJSON](t, rec); got.Name != "affise-2" || got.ValueMaps["status"]["declined"] != "3" || string(got.PayoutShare) != "62.5" {
+		t.Fatalf("after the edit: %s %+v", got.Name, got.rulesJSON)
+	}
+
+	bad := endpointForm(map[string]string{"name": "bad", "url": tmpl})
+	bad["map_field"], bad["map_from"], bad["map_to"] = []string{""}, []string{"approved"}, []string{"1"}
+	res, doc = op.postForm(path, bad)
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(testid(doc, "form-errors").Text(), "Value maps: row 1 has no field") {
+		t.Fatalf("row without a field: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
+	}
+}
