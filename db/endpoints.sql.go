@@ -18,15 +18,17 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset, postback_rules
+    macro_style, signature_param, preset, postback_rules,
+    body_template, body_format, body_signature
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13,
     $14, $15, $16,
     coalesce($17::text, 'braces'), $18, $19,
-    $20
+    $20,
+    $21, $22, $23
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature
 `
 
 type EndpointCreateParams struct {
@@ -50,6 +52,9 @@ type EndpointCreateParams struct {
 	SignatureParam      string
 	Preset              string
 	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Creates the endpoint; the caller creates its health row and first secret
@@ -76,6 +81,9 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		arg.SignatureParam,
 		arg.Preset,
 		arg.PostbackRules,
+		arg.BodyTemplate,
+		arg.BodyFormat,
+		arg.BodySignature,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -108,6 +116,9 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }
@@ -180,7 +191,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -216,12 +227,15 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -258,12 +272,15 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, e.body_template, e.body_format, e.body_signature, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -309,6 +326,9 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
 		&i.Endpoint.PostbackRules,
+		&i.Endpoint.BodyTemplate,
+		&i.Endpoint.BodyFormat,
+		&i.Endpoint.BodySignature,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -337,7 +357,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.postback_rules, e.body_template, e.body_format, e.body_signature, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -392,6 +412,9 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
 			&i.Endpoint.PostbackRules,
+			&i.Endpoint.BodyTemplate,
+			&i.Endpoint.BodyFormat,
+			&i.Endpoint.BodySignature,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -500,7 +523,7 @@ SET disable_after_failures = $1,
     disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
     disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN $3 ELSE disabled_cause END
 WHERE id = $4
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature
 `
 
 type EndpointSetFailureBudgetParams struct {
@@ -551,13 +574,16 @@ func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetF
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature
 `
 
 type EndpointSetHeadersParams struct {
@@ -601,6 +627,9 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }
@@ -617,9 +646,10 @@ UPDATE endpoints SET
     signature_param = coalesce($15::text, signature_param),
     preset = coalesce($16::text, preset),
     postback_rules = $17,
-    enabled = $18, disabled_reason = $19, updated_at = now()
-WHERE id = $20
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules
+    body_template = $18, body_format = $19, body_signature = $20,
+    enabled = $21, disabled_reason = $22, updated_at = now()
+WHERE id = $23
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, postback_rules, body_template, body_format, body_signature
 `
 
 type EndpointUpdateParams struct {
@@ -640,6 +670,9 @@ type EndpointUpdateParams struct {
 	SignatureParam      *string
 	Preset              *string
 	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 	Enabled             bool
 	DisabledReason      string
 	ID                  int64
@@ -667,6 +700,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.SignatureParam,
 		arg.Preset,
 		arg.PostbackRules,
+		arg.BodyTemplate,
+		arg.BodyFormat,
+		arg.BodySignature,
 		arg.Enabled,
 		arg.DisabledReason,
 		arg.ID,
@@ -702,6 +738,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 	)
 	return i, err
 }

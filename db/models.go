@@ -86,6 +86,9 @@ type Endpoint struct {
 	SignatureParam       string
 	Preset               string
 	PostbackRules        []byte
+	BodyTemplate         string
+	BodyFormat           string
+	BodySignature        string
 }
 
 type EndpointHealth struct {

@@ -116,7 +116,8 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param, e.postback_rules
+       e.secret_version, e.macro_style, e.signature_param, e.postback_rules,
+       e.body_template, e.body_format, e.body_signature
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -152,6 +153,9 @@ type DeliveryClaimRow struct {
 	MacroStyle          string
 	SignatureParam      string
 	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -205,6 +209,9 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.MacroStyle,
 			&i.SignatureParam,
 			&i.PostbackRules,
+			&i.BodyTemplate,
+			&i.BodyFormat,
+			&i.BodySignature,
 		); err != nil {
 			return nil, err
 		}
@@ -259,7 +266,8 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param, e.postback_rules
+          e.secret_version, e.macro_style, e.signature_param, e.postback_rules,
+          e.body_template, e.body_format, e.body_signature
 `
 
 type DeliveryClaimProbesParams struct {
@@ -289,6 +297,9 @@ type DeliveryClaimProbesRow struct {
 	MacroStyle          string
 	SignatureParam      string
 	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -333,6 +344,9 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.MacroStyle,
 			&i.SignatureParam,
 			&i.PostbackRules,
+			&i.BodyTemplate,
+			&i.BodyFormat,
+			&i.BodySignature,
 		); err != nil {
 			return nil, err
 		}

@@ -5,13 +5,15 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset, postback_rules
+    macro_style, signature_param, preset, postback_rules,
+    body_template, body_format, body_signature
 ) VALUES (
     @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
     @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
     @success_body_contains, @enabled, sqlc.narg('filter'),
     coalesce(sqlc.narg('macro_style')::text, 'braces'), @signature_param, @preset,
-    sqlc.narg('postback_rules')
+    sqlc.narg('postback_rules'),
+    @body_template, @body_format, @body_signature
 )
 RETURNING *;
 
@@ -52,6 +54,7 @@ UPDATE endpoints SET
     signature_param = coalesce(sqlc.narg('signature_param')::text, signature_param),
     preset = coalesce(sqlc.narg('preset')::text, preset),
     postback_rules = sqlc.narg('postback_rules'),
+    body_template = @body_template, body_format = @body_format, body_signature = @body_signature,
     enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id
 RETURNING *;

@@ -80,7 +80,8 @@ picked AS (
 SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.status = 'failed' AS retry,
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-       e.secret_version, e.macro_style, e.signature_param, e.postback_rules
+       e.secret_version, e.macro_style, e.signature_param, e.postback_rules,
+       e.body_template, e.body_format, e.body_signature
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id;
@@ -136,7 +137,8 @@ WHERE d.id = p.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, false AS retry,
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
-          e.secret_version, e.macro_style, e.signature_param, e.postback_rules;
+          e.secret_version, e.macro_style, e.signature_param, e.postback_rules,
+          e.body_template, e.body_format, e.body_signature;
 
 -- name: DeliveryComplete :many
 -- Applies a batch of attempt outcomes, fenced by the attempt count each

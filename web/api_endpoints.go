@@ -87,7 +87,7 @@ func endpointView(e db.Endpoint) endpointJSON {
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 		Filter: filterJSON(e.Filter), MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam,
-		Preset: e.Preset, failureBudgetFields: budgetFields(e), rulesJSON: rulesView(e.PostbackRules),
+		Preset: e.Preset, failureBudgetFields: budgetFields(e), rulesJSON: conversionView(e),
 	}
 }
 

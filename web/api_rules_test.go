@@ -108,3 +108,49 @@ func TestAPIPostbackRules(t *testing.T) {
 		mustError(t, rec, http.StatusUnprocessableEntity, "value_maps")
 	})
 }
+
+// TestAPIPostbackBody: a POST postback's body template is accepted with
+// its format (guessed from the template when not given) and signature
+// choice, shown by GET, and refused at save when it is not a valid body
+// once rendered with sample values, or without POST.
+func TestAPIPostbackBody(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Bodies")
+	base := func(name string, extra map[string]any) map[string]any {
+		m := map[string]any{"partner_id": pid, "name": name, "kind": "postback", "method": "POST",
+			"url": "https://t.bodies.invalid/pb"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	e := env.createEndpoint(base("json", map[string]any{"body_template": `{"cid": "{click_id}", "payout": {payout|0}}`, "body_signature": "webhook"}))
+	if e.BodyFormat != "json" || e.BodySignature != "webhook" || e.Method != "POST" {
+		t.Fatalf("saved %+v", e.rulesJSON)
+	}
+	e = env.createEndpoint(base("form", map[string]any{"body_template": `cid={click_id}&payout={payout}`}))
+	if e.BodyFormat != "form" {
+		t.Fatalf("form body saved as %q", e.BodyFormat)
+	}
+	rec := env.do(http.MethodPatch, "/api/v1/endpoints/"+strconv.FormatInt(e.ID, 10), map[string]any{"body_template": "", "body_format": ""})
+	mustStatus(t, rec, http.StatusOK)
+	if got := decodeBody[endpointJSON](t, rec); got.BodyTemplate != "" || got.BodyFormat != "" || got.Method != "POST" {
+		t.Fatalf("after removing the body: %+v", got.rulesJSON)
+	}
+	for _, tt := range []struct {
+		name  string
+		extra map[string]any
+		field string
+	}{
+		{"invalid JSON once rendered", map[string]any{"body_template": `{"cid": "{click_id}",}`}, "body_template"},
+		{"a bare macro as a key", map[string]any{"body_template": `{{click_id}: 1}`, "body_format": "json"}, "body_template"},
+		{"unknown format", map[string]any{"body_template": `a={b}`, "body_format": "xml"}, "body_format"},
+		{"unknown signature", map[string]any{"body_template": `a={b}`, "body_signature": "hmac"}, "body_signature"},
+		{"signature without a body", map[string]any{"body_signature": "webhook"}, "body_signature"},
+		{"a body on GET", map[string]any{"method": "GET", "body_template": `a={b}`}, "method"},
+	} {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			mustError(t, env.do(http.MethodPost, "/api/v1/endpoints", base("bad-"+tt.name, tt.extra)), http.StatusUnprocessableEntity, tt.field)
+		})
+	}
+}

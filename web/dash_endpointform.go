@@ -267,7 +267,7 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		DisableAfterFailures: strconv.Itoa(int(e.DisableAfterFailures)), DisableAfterHours: strconv.Itoa(int(e.DisableAfterHours)),
 		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{},
 		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews(),
-		Rules: rulesForm(rulesFromStored(e.PostbackRules))}
+		Rules: rulesForm(conversionFromStored(e))}
 	if e.RatePerSec != nil {
 		f.RatePerSec = strconv.FormatFloat(*e.RatePerSec, 'f', -1, 64)
 	}

@@ -46,13 +46,15 @@ func rulesFormOf(c echo.Context) endpointform.Rules {
 		}
 	}
 	return endpointform.Rules{MapRows: withBlankMapRows(rows), Unmapped: unmapped,
-		PayoutShare: strings.TrimSpace(c.FormValue("payout_share")), PayoutField: strings.TrimSpace(c.FormValue("payout_field"))}
+		PayoutShare: strings.TrimSpace(c.FormValue("payout_share")), PayoutField: strings.TrimSpace(c.FormValue("payout_field")),
+		BodyTemplate: c.FormValue("body_template"), BodyFormat: c.FormValue("body_format"), BodySignature: c.FormValue("body_signature")}
 }
 
 // rulesInputOf turns the form's rules into API input, or says what is
 // wrong with the rows (validateEndpoint checks the rest, as for the API).
 func rulesInputOf(r endpointform.Rules) (rulesInput, string) {
-	in := rulesInput{Unmapped: r.Unmapped, PayoutField: r.PayoutField}
+	in := rulesInput{Unmapped: r.Unmapped, PayoutField: r.PayoutField,
+		BodyTemplate: strings.ReplaceAll(r.BodyTemplate, "\r\n", "\n"), BodyFormat: r.BodyFormat, BodySignature: r.BodySignature}
 	if r.PayoutShare != "" {
 		in.PayoutShare, _ = json.Marshal(r.PayoutShare)
 	}
@@ -81,7 +83,8 @@ func rulesInputOf(r endpointform.Rules) (rulesInput, string) {
 
 // rulesForm shows stored (or preset) rules in the form.
 func rulesForm(in rulesInput) endpointform.Rules {
-	r := endpointform.Rules{Unmapped: in.Unmapped, PayoutField: in.PayoutField}
+	r := endpointform.Rules{Unmapped: in.Unmapped, PayoutField: in.PayoutField,
+		BodyTemplate: in.BodyTemplate, BodyFormat: in.BodyFormat, BodySignature: in.BodySignature}
 	if r.Unmapped == "" {
 		r.Unmapped = postback.UnmappedSend
 	}

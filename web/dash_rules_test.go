@@ -94,3 +94,45 @@ func TestEndpointFormValueMaps(t *testing.T) {
 		t.Fatalf("row without a field: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
 	}
 }
+
+// TestEndpointFormPostBody: the form takes a POST postback's body, refuses
+// one that is not valid JSON once rendered (next to the field), shows the
+// saved one on the edit form, and the test fire sends it with the mapped
+// value.
+func TestEndpointFormPostBody(t *testing.T) {
+	env := newEnv(t)
+	base := env.server()
+	pid := env.createPartner("Acme")
+	op := env.signIn(base, "op@example.com", "operator")
+	path := fmt.Sprintf("/partners/%d/endpoints", pid)
+	tmpl := "https://t.acme.invalid/pb"
+
+	bad := endpointForm(map[string]string{"name": "bad", "url": tmpl, "method": "POST", "body_template": `{"cid": "{click_id}",}`})
+	res, doc := op.postForm(path, bad)
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(testid(doc, "form-errors").Text(), "Body template: body template is not valid JSON") {
+		t.Fatalf("invalid body: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
+	}
+	if v := doc.Find(`[name=body_template]`).Text(); !strings.Contains(v, `"cid"`) {
+		t.Fatalf("the form does not show the body as typed: %q", v)
+	}
+
+	good := endpointForm(map[string]string{"name": "json", "url": tmpl, "method": "POST", "body_template": `{"cid": "{click_id}", "status": "{status}"}`, "body_signature": "webhook"})
+	good["map_field"], good["map_from"], good["map_to"] = []string{"status"}, []string{"approved"}, []string{"sale"}
+	res, doc = op.postForm(path, good)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.StatusCode, testid(doc, "form-errors").Text())
+	}
+	health, _ := testid(doc, "created-health-link").Attr("href")
+	_, doc = op.get(health + "/edit")
+	if v := doc.Find(`[name=body_template]`).Text(); v != `{"cid": "{click_id}", "status": "{status}"}` {
+		t.Fatalf("edit form body %q", v)
+	}
+	if v, _ := doc.Find(`select[name=body_signature] option[selected]`).Attr("value"); v != "webhook" {
+		t.Fatalf("edit form body_signature %q", v)
+	}
+
+	_, doc = op.htmx(http.MethodPost, "/endpoints/test-fire", good)
+	if got := doc.Text(); !strings.Contains(got, `"status": "sale"`) || !strings.Contains(got, "POST ") {
+		t.Fatalf("test fire request: %s", got)
+	}
+}

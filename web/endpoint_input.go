@@ -113,7 +113,8 @@ type endpointConfig struct {
 	// DisableAfterFailures and DisableAfterHours are the failure budget.
 	DisableAfterFailures int32
 	DisableAfterHours    int32
-	Rules                []byte // a postback's rules as stored; nil for none
+	Rules                []byte     // a postback's rules as stored; nil for none
+	Body                 bodyConfig // a POST postback's body
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -140,7 +141,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 		MacroStyle:          e.MacroStyle,
 		SignatureParam:      e.SignatureParam,
 		Preset:              e.Preset,
-		rulesInput:          rulesFromStored(e.PostbackRules),
+		rulesInput:          conversionFromStored(e),
 	}
 	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
@@ -202,7 +203,7 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		case in.Preset != "":
 			fail("preset", "is for postbacks")
 		case in.rulesInput.given():
-			fail("value_maps", "value_maps, unmapped, payout_share and payout_field are for postbacks")
+			fail("value_maps", "value_maps, unmapped, payout_share, payout_field and the body_ fields are for postbacks; a webhook's body is the event payload")
 		}
 	case "postback":
 		if c.Method == "" {
@@ -221,6 +222,9 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		}
 		var fe *fieldError
 		if c.Rules, fe = checkRules(in.rulesInput); fe != nil {
+			errs = append(errs, *fe)
+		}
+		if c.Body, fe = checkBody(in.rulesInput, c.Method, c.MacroStyle); fe != nil {
 			errs = append(errs, *fe)
 		}
 	case "":

@@ -10,7 +10,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/request"
 )
 
 // valueMapsInput is value_maps as given. Decoding replaces it whole, so a
@@ -46,6 +48,58 @@ type rulesInput struct {
 	// string (70, "62.5"); null or absent for none.
 	PayoutShare json.RawMessage `json:"payout_share"`
 	PayoutField string          `json:"payout_field"`
+	// A POST postback's body: the template, its format (form or json;
+	// guessed from the template when empty) and "webhook" to sign it with
+	// Standard Webhooks headers.
+	BodyTemplate  string `json:"body_template"`
+	BodyFormat    string `json:"body_format"`
+	BodySignature string `json:"body_signature"`
+}
+
+// bodyConfig is a validated POST postback body; all "" for none.
+type bodyConfig struct{ Template, Format, Signature string }
+
+// conversionFromStored is the rule and body input a stored endpoint came
+// from.
+func conversionFromStored(e db.Endpoint) rulesInput {
+	in := rulesFromStored(e.PostbackRules)
+	in.BodyTemplate, in.BodyFormat, in.BodySignature = e.BodyTemplate, e.BodyFormat, e.BodySignature
+	return in
+}
+
+// checkBody validates a postback's body fields for method and style. A body
+// needs POST; the template rendered with sample values must be a valid body
+// of its format (invalid JSON is an error at save, not at send).
+func checkBody(in rulesInput, method string, style postback.Style) (bodyConfig, *fieldError) {
+	b := bodyConfig{Template: in.BodyTemplate, Format: strings.TrimSpace(in.BodyFormat), Signature: strings.TrimSpace(in.BodySignature)}
+	if strings.TrimSpace(b.Template) == "" {
+		if b.Signature != "" {
+			return bodyConfig{}, &fieldError{"body_signature", "needs body_template: only a POST postback's body is signed this way"}
+		}
+		return bodyConfig{}, nil
+	}
+	if method != "POST" {
+		return b, &fieldError{"method", "must be POST for a postback with a body_template"}
+	}
+	if b.Format == "" {
+		b.Format = postback.BodyForm
+		if t := strings.TrimSpace(b.Template); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			b.Format = postback.BodyJSON
+		}
+	}
+	if b.Format != postback.BodyForm && b.Format != postback.BodyJSON {
+		return b, &fieldError{"body_format", `must be "form" or "json"`}
+	}
+	if b.Signature != "" && b.Signature != request.BodySignatureWebhook {
+		return b, &fieldError{"body_signature", `must be "" (unsigned) or "webhook" (Standard Webhooks headers over the body)`}
+	}
+	if msg := textProblem(b.Template); msg != "" {
+		return b, &fieldError{"body_template", msg}
+	}
+	if _, err := postback.ParseBody(b.Template, b.Format, style); err != nil {
+		return b, &fieldError{"body_template", err.Error()}
+	}
+	return b, nil
 }
 
 // rulesFromStored is the input that stored rules came from.
@@ -64,7 +118,7 @@ func rulesFromStored(stored []byte) rulesInput {
 // given reports whether any rule field is set.
 func (in rulesInput) given() bool {
 	share := strings.TrimSpace(string(in.PayoutShare))
-	return len(in.ValueMaps) > 0 || strings.TrimSpace(in.Unmapped) != "" || (share != "" && share != "null") ||
+	return len(in.ValueMaps) > 0 || in.BodyTemplate != "" || in.BodySignature != "" || strings.TrimSpace(in.Unmapped) != "" || (share != "" && share != "null") ||
 		strings.TrimSpace(in.PayoutField) != ""
 }
 
@@ -114,8 +168,17 @@ type rulesJSON struct {
 	ValueMaps map[string]map[string]string `json:"value_maps"`
 	Unmapped  string                       `json:"unmapped"`
 	// PayoutShare is the percent sent (70, 62.5), null for the whole payout.
-	PayoutShare json.RawMessage `json:"payout_share"`
-	PayoutField string          `json:"payout_field"`
+	PayoutShare   json.RawMessage `json:"payout_share"`
+	PayoutField   string          `json:"payout_field"`
+	BodyTemplate  string          `json:"body_template"`
+	BodyFormat    string          `json:"body_format"`
+	BodySignature string          `json:"body_signature"`
+}
+
+func conversionView(e db.Endpoint) rulesJSON {
+	v := rulesView(e.PostbackRules)
+	v.BodyTemplate, v.BodyFormat, v.BodySignature = e.BodyTemplate, e.BodyFormat, e.BodySignature
+	return v
 }
 
 func rulesView(stored []byte) rulesJSON {

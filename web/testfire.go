@@ -119,8 +119,14 @@ func testFireRequest(cfg endpointConfig, keys [][]byte, ev request.Event, now ti
 		if ep.Rules, err = postback.ParseRules(cfg.Rules); err != nil {
 			return request.Request{}, templateError{err}
 		}
+		ep.BodyTemplate, ep.BodyFormat, ep.BodySignature = cfg.Body.Template, cfg.Body.Format, cfg.Body.Signature
+		if cfg.Body.Template != "" {
+			if ep.Body, err = postback.ParseBody(cfg.Body.Template, cfg.Body.Format, style); err != nil {
+				return request.Request{}, templateError{err}
+			}
+		}
 	}
-	if len(keys) == 0 && (cfg.Kind != request.KindPostback || cfg.SignatureParam != "") {
+	if len(keys) == 0 && (cfg.Kind != request.KindPostback || cfg.SignatureParam != "" || cfg.Body.Signature != "") {
 		// An unsaved endpoint: sign with a throwaway key to show the
 		// signature's place.
 		keys = [][]byte{[]byte("hookline-test-fire-unsaved-key-0")}

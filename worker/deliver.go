@@ -85,13 +85,15 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	if d.Kind == request.KindPostback {
 		ep.MacroStyle, ep.SignatureParam = postback.Style(d.MacroStyle), d.SignatureParam
 		ep.Template, _ = w.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
+		ep.BodyTemplate, ep.BodyFormat, ep.BodySignature = d.BodyTemplate, d.BodyFormat, d.BodySignature
+		ep.Body = w.body(d.BodyTemplate, d.BodyFormat, ep.MacroStyle) // nil when none or it does not parse: Build says why
 		if ep.Rules, err = w.rules(d.PostbackRules); err != nil {
 			o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, err.Error())
 			o.finished = w.now()
 			return o
 		}
 	}
-	if d.Kind != request.KindPostback || d.SignatureParam != "" {
+	if d.Kind != request.KindPostback || d.SignatureParam != "" || d.BodySignature != "" {
 		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
 		if err != nil {
 			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)

@@ -26,6 +26,25 @@ func (w *Worker) rules(stored []byte) (*postback.Rules, error) {
 	return r, nil
 }
 
+// body parses a POST postback's body template once per text, format and
+// style; nil for none, or when it does not parse (Build parses it again
+// and says why).
+func (w *Worker) body(tmpl, format string, style postback.Style) *postback.Body {
+	if tmpl == "" {
+		return nil
+	}
+	key := "body " + format + " " + string(style) + " " + tmpl
+	if b, ok := w.tmpls.Load(key); ok {
+		return b.(*postback.Body)
+	}
+	b, err := postback.ParseBody(tmpl, format, style)
+	if err != nil {
+		return nil
+	}
+	w.tmpls.Store(key, b)
+	return b
+}
+
 // unmapped classifies a build error that is a value the endpoint's map
 // lacks: its class, and whether the delivery is skipped (recorded as
 // delivered without a send, the error saying why) rather than dead.

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/worker/postback"
+	"github.com/hookline/hookline/worker/signing"
 )
 
 // fakeTrackers parses postbacks the way Keitaro and Affise document them
@@ -142,5 +144,51 @@ func TestPostbackUnmappedValues(t *testing.T) {
 	}
 	if n := e.count("SELECT count(*) FROM delivery_attempts WHERE error_class = 'unmapped_value' AND outcome = 'ok'"); n != 1 {
 		t.Errorf("%d skipped attempts recorded, want 1", n)
+	}
+}
+
+// TestDeliversPostPostbacks: a JSON body postback signed with Standard
+// Webhooks headers over its exact bytes, and a form body postback, reach
+// the tracker with the same macros, maps and share as a URL would carry.
+func TestDeliversPostPostbacks(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rules := `{"value_maps":{"status":{"approved":"sale"}},"payout_share_bp":5000}`
+	_, secret := e.endpoint(endpointOpts{kind: "postback", method: "POST", url: rcv.URL + "/json?cid={click_id}", rules: rules,
+		bodyTemplate: `{"cid": "{click_id}", "status": "{status}", "payout": {payout}, "geo": "{user.country|XX}"}`, bodyFormat: "json", bodySignature: "webhook"})
+	e.endpoint(endpointOpts{kind: "postback", method: "POST", url: rcv.URL + "/form", rules: rules,
+		bodyTemplate: `cid={click_id}&status={status}&payout={payout}`, bodyFormat: "form"})
+	e.events(1, "conversion", `{"click_id":"a \"b\"&c","status":"approved","payout":12.5}`)
+	e.run(e.worker(nil))
+	e.waitFor("two deliveries", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 2 })
+	for _, r := range rcv.all() {
+		if r.Method != http.MethodPost {
+			t.Fatalf("%s sent with %s", r.URL, r.Method)
+		}
+		switch {
+		case strings.HasPrefix(r.URL, "/json"):
+			if r.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("content type %q", r.Header.Get("Content-Type"))
+			}
+			var body map[string]any
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatalf("JSON body %s: %v", r.Body, err)
+			}
+			if body["cid"] != `a "b"&c` || body["status"] != "sale" || body["payout"] != 6.25 || body["geo"] != "XX" {
+				t.Errorf("JSON body %s", r.Body)
+			}
+			key, _ := signing.ParseSecret(secret)
+			if err := signing.Verify(key, r.Header, r.Body, time.Now(), time.Hour); err != nil {
+				t.Errorf("body signature: %v", err)
+			}
+		case r.URL == "/form":
+			q, err := url.ParseQuery(string(r.Body))
+			if err != nil || q.Get("cid") != `a "b"&c` || q.Get("status") != "sale" || q.Get("payout") != "6.25" ||
+				r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+				t.Errorf("form body %s (%v), content type %q", r.Body, err, r.Header.Get("Content-Type"))
+			}
+		default:
+			t.Errorf("unexpected request %s", r.URL)
+		}
 	}
 }

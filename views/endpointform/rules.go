@@ -15,6 +15,21 @@ type MapRow struct{ Field, From, To string }
 type Rules struct {
 	MapRows                            []MapRow
 	Unmapped, PayoutShare, PayoutField string
+	// A POST postback's body: template, format and signature choice.
+	BodyTemplate, BodyFormat, BodySignature string
+}
+
+// BodyFormats are the body formats of a POST postback.
+var BodyFormats = []components.Option{
+	{Value: "", Label: "guess from the template ({ or [ is JSON)"},
+	{Value: "json", Label: "JSON (application/json)"},
+	{Value: "form", Label: "form (application/x-www-form-urlencoded)"},
+}
+
+// BodySignatures are how a POST postback's body may be signed.
+var BodySignatures = []components.Option{
+	{Value: "", Label: "unsigned"},
+	{Value: "webhook", Label: "Standard Webhooks headers over the body"},
 }
 
 // UnmappedOptions are what a value the map lacks can do.

@@ -270,7 +270,26 @@ func RulesSection(f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</fieldset>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</fieldset><fieldset class=\"stack\" data-testid=\"postback-body\"><legend class=\"small strong\">Body (POST postbacks)</legend>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-body-template", Name: "body_template", Label: "Body template", Type: "textarea", Value: f.Rules.BodyTemplate, Error: f.Errors["body_template"], Rows: 4,
+			Help:  "Sent with method POST, with the same macros: {\"cid\": \"{click_id}\", \"payout\": {payout}} or cid={click_id}&payout={payout}. JSON values are escaped as JSON, form values form-encoded. Empty: no body.",
+			Attrs: templ.Attributes{"class": "mono", "spellcheck": "false"}}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-body-format", Name: "body_format", Label: "Body format", Type: "select", Value: f.Rules.BodyFormat, Error: f.Errors["body_format"], Options: BodyFormats}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-body-signature", Name: "body_signature", Label: "Body signature", Type: "select", Value: f.Rules.BodySignature, Error: f.Errors["body_signature"], Options: BodySignatures,
+			Help: "Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) over the exact body, keyed with the endpoint's signing secret, as for a webhook."}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</fieldset>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
