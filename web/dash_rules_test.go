@@ -136,3 +136,31 @@ func TestEndpointFormPostBody(t *testing.T) {
 		t.Fatalf("test fire request: %s", got)
 	}
 }
+
+// TestDashEventPageShowsSkipped: a delivery the worker skipped for an
+// unmapped value (recorded delivered with class unmapped_value) reads as
+// skipped on the event page, with why.
+func TestDashEventPageShowsSkipped(t *testing.T) {
+	env := newEnv(t)
+	pid := env.createPartner("Acme")
+	env.createEndpoint(map[string]any{"partner_id": pid, "name": "keitaro", "kind": "postback",
+		"url": "https://t.acme.invalid/pb?s={status}", "value_maps": map[string]any{"status": map[string]any{"approved": "sale"}}, "unmapped": "skip"})
+	rec := env.do(http.MethodPost, "/api/v1/events", map[string]any{"type": "conversion", "payload": map[string]any{"status": "chargeback"}})
+	mustStatus(t, rec, http.StatusAccepted)
+	ev := decodeBody[acceptedBody](t, rec)
+	del := ev.Deliveries[0].ID
+	const why = `value "chargeback" of "status" is not in the endpoint's value map (unmapped: skip)`
+	env.exec(`INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome, error_class, error)
+		VALUES ($1, $2, 1, now(), 0, 'ok', 'unmapped_value', $3)`, del, ev.Deliveries[0].EndpointID, why)
+	env.exec(`UPDATE deliveries SET status = 'delivered', attempt_count = 1, delivered_at = now(), last_error_class = 'unmapped_value', last_error = $2 WHERE id = $1`, del, why)
+
+	viewer := env.signIn(env.server(), "viewer@example.com", "viewer")
+	_, doc := viewer.get("/events/" + ev.ID)
+	d := testid(doc, "delivery")
+	if s := strings.TrimSpace(d.Find(`[data-testid=delivery-status]`).First().Text()); s != "skipped" {
+		t.Fatalf("delivery status %q, want skipped (%s)", s, d.Text())
+	}
+	if a := d.Find(`[data-testid=attempt]`); a.AttrOr("data-outcome", "") != "skipped" || !strings.Contains(a.Text(), "not in the endpoint's value map") {
+		t.Fatalf("attempt %q (%s)", a.AttrOr("data-outcome", ""), a.Text())
+	}
+}
