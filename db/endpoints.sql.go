@@ -18,15 +18,18 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset, url_set_by
+    macro_style, signature_param, preset, url_set_by, postback_rules,
+    body_template, body_format, body_signature
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13,
     $14, $15, $16,
     coalesce($17::text, 'braces'), $18, $19,
-    coalesce($20::text, 'operator')
+    coalesce($20::text, 'operator'),
+    $21,
+    $22, $23, $24
 )
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev
 `
 
 type EndpointCreateParams struct {
@@ -50,6 +53,10 @@ type EndpointCreateParams struct {
 	SignatureParam      string
 	Preset              string
 	URLSetBy            *string
+	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Creates the endpoint; the caller creates its health row and first secret
@@ -77,6 +84,10 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		arg.SignatureParam,
 		arg.Preset,
 		arg.URLSetBy,
+		arg.PostbackRules,
+		arg.BodyTemplate,
+		arg.BodyFormat,
+		arg.BodySignature,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -109,6 +120,10 @@ func (q *Queries) EndpointCreate(ctx context.Context, arg EndpointCreateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err
@@ -182,7 +197,7 @@ func (q *Queries) EndpointFilters(ctx context.Context) ([]EndpointFiltersRow, er
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev FROM endpoints WHERE id = $1
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev FROM endpoints WHERE id = $1
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -218,13 +233,17 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err
 }
 
 const endpointGetForUpdate = `-- name: EndpointGetForUpdate :one
-SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 // Locks the row for a read-modify-write (PATCH).
@@ -261,13 +280,17 @@ func (q *Queries) EndpointGetForUpdate(ctx context.Context, id int64) (Endpoint,
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err
 }
 
 const endpointGetWithHealth = `-- name: EndpointGetWithHealth :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -313,6 +336,10 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
 		&i.Endpoint.URLSetBy,
+		&i.Endpoint.PostbackRules,
+		&i.Endpoint.BodyTemplate,
+		&i.Endpoint.BodyFormat,
+		&i.Endpoint.BodySignature,
 		&i.Endpoint.EgressRev,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
@@ -342,7 +369,7 @@ func (q *Queries) EndpointGetWithHealth(ctx context.Context, id int64) (Endpoint
 }
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -397,6 +424,10 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, partnerID *int64) 
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
 			&i.Endpoint.URLSetBy,
+			&i.Endpoint.PostbackRules,
+			&i.Endpoint.BodyTemplate,
+			&i.Endpoint.BodyFormat,
+			&i.Endpoint.BodySignature,
 			&i.Endpoint.EgressRev,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
@@ -506,7 +537,7 @@ SET disable_after_failures = $1,
     disabled_at = CASE WHEN enabled THEN NULL ELSE coalesce(disabled_at, now()) END,
     disabled_cause = CASE WHEN enabled THEN '' WHEN disabled_cause = '' THEN $3 ELSE disabled_cause END
 WHERE id = $4
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev
 `
 
 type EndpointSetFailureBudgetParams struct {
@@ -557,6 +588,10 @@ func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetF
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err
@@ -564,7 +599,7 @@ func (q *Queries) EndpointSetFailureBudget(ctx context.Context, arg EndpointSetF
 
 const endpointSetHeaders = `-- name: EndpointSetHeaders :one
 UPDATE endpoints SET headers = $1 WHERE id = $2
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev
 `
 
 type EndpointSetHeadersParams struct {
@@ -608,6 +643,10 @@ func (q *Queries) EndpointSetHeaders(ctx context.Context, arg EndpointSetHeaders
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err
@@ -625,9 +664,11 @@ UPDATE endpoints SET
     signature_param = coalesce($15::text, signature_param),
     preset = coalesce($16::text, preset),
     url_set_by = coalesce($17::text, url_set_by),
-    enabled = $18, disabled_reason = $19, updated_at = now()
-WHERE id = $20
-RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, egress_rev
+    postback_rules = $18,
+    body_template = $19, body_format = $20, body_signature = $21,
+    enabled = $22, disabled_reason = $23, updated_at = now()
+WHERE id = $24
+RETURNING id, partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold, success_body_contains, enabled, disabled_reason, created_at, updated_at, secret_version, filter, disable_after_failures, disable_after_hours, disabled_at, disabled_cause, macro_style, signature_param, preset, url_set_by, postback_rules, body_template, body_format, body_signature, egress_rev
 `
 
 type EndpointUpdateParams struct {
@@ -648,6 +689,10 @@ type EndpointUpdateParams struct {
 	SignatureParam      *string
 	Preset              *string
 	URLSetBy            *string
+	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 	Enabled             bool
 	DisabledReason      string
 	ID                  int64
@@ -655,7 +700,8 @@ type EndpointUpdateParams struct {
 
 // Writes every configurable field; PATCH merges in Go and validates the whole.
 // A null macro_style, signature_param, preset or url_set_by keeps the
-// stored value (url_set_by changes only with the URL: who set it).
+// stored value (url_set_by changes only with the URL: who set it); a null
+// postback_rules means none (the caller passes the stored rules on).
 func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointUpdate,
 		arg.Name,
@@ -675,6 +721,10 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.SignatureParam,
 		arg.Preset,
 		arg.URLSetBy,
+		arg.PostbackRules,
+		arg.BodyTemplate,
+		arg.BodyFormat,
+		arg.BodySignature,
 		arg.Enabled,
 		arg.DisabledReason,
 		arg.ID,
@@ -710,6 +760,10 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.SignatureParam,
 		&i.Preset,
 		&i.URLSetBy,
+		&i.PostbackRules,
+		&i.BodyTemplate,
+		&i.BodyFormat,
+		&i.BodySignature,
 		&i.EgressRev,
 	)
 	return i, err

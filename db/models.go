@@ -86,6 +86,10 @@ type Endpoint struct {
 	SignatureParam       string
 	Preset               string
 	URLSetBy             string
+	PostbackRules        []byte
+	BodyTemplate         string
+	BodyFormat           string
+	BodySignature        string
 	EgressRev            int64
 }
 

@@ -383,7 +383,7 @@ func (q *Queries) PortalEndpointCounts(ctx context.Context, arg PortalEndpointCo
 }
 
 const portalEndpointGet = `-- name: PortalEndpointGet :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -435,6 +435,10 @@ func (q *Queries) PortalEndpointGet(ctx context.Context, arg PortalEndpointGetPa
 		&i.Endpoint.SignatureParam,
 		&i.Endpoint.Preset,
 		&i.Endpoint.URLSetBy,
+		&i.Endpoint.PostbackRules,
+		&i.Endpoint.BodyTemplate,
+		&i.Endpoint.BodyFormat,
+		&i.Endpoint.BodySignature,
 		&i.Endpoint.EgressRev,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
@@ -465,7 +469,7 @@ func (q *Queries) PortalEndpointGet(ctx context.Context, arg PortalEndpointGetPa
 
 const portalEndpointList = `-- name: PortalEndpointList :many
 
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -526,6 +530,10 @@ func (q *Queries) PortalEndpointList(ctx context.Context, partnerID int64) ([]Po
 			&i.Endpoint.SignatureParam,
 			&i.Endpoint.Preset,
 			&i.Endpoint.URLSetBy,
+			&i.Endpoint.PostbackRules,
+			&i.Endpoint.BodyTemplate,
+			&i.Endpoint.BodyFormat,
+			&i.Endpoint.BodySignature,
 			&i.Endpoint.EgressRev,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,

@@ -117,7 +117,8 @@ SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.statu
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
        e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
-       e.egress_rev
+       e.egress_rev, e.postback_rules,
+       e.body_template, e.body_format, e.body_signature
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -154,6 +155,10 @@ type DeliveryClaimRow struct {
 	SignatureParam      string
 	PartnerURL          bool
 	EgressRev           int64
+	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -209,6 +214,10 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.SignatureParam,
 			&i.PartnerURL,
 			&i.EgressRev,
+			&i.PostbackRules,
+			&i.BodyTemplate,
+			&i.BodyFormat,
+			&i.BodySignature,
 		); err != nil {
 			return nil, err
 		}
@@ -264,7 +273,8 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, fals
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
-          e.egress_rev
+          e.egress_rev, e.postback_rules,
+          e.body_template, e.body_format, e.body_signature
 `
 
 type DeliveryClaimProbesParams struct {
@@ -295,6 +305,10 @@ type DeliveryClaimProbesRow struct {
 	SignatureParam      string
 	PartnerURL          bool
 	EgressRev           int64
+	PostbackRules       []byte
+	BodyTemplate        string
+	BodyFormat          string
+	BodySignature       string
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -340,6 +354,10 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.SignatureParam,
 			&i.PartnerURL,
 			&i.EgressRev,
+			&i.PostbackRules,
+			&i.BodyTemplate,
+			&i.BodyFormat,
+			&i.BodySignature,
 		); err != nil {
 			return nil, err
 		}

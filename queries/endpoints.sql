@@ -6,13 +6,16 @@ INSERT INTO endpoints (
     partner_id, name, kind, url, method, event_types, headers, max_attempts,
     timeout_ms, rate_per_sec, burst, max_in_flight, failure_threshold,
     success_body_contains, enabled, filter,
-    macro_style, signature_param, preset, url_set_by
+    macro_style, signature_param, preset, url_set_by, postback_rules,
+    body_template, body_format, body_signature
 ) VALUES (
     @partner_id, @name, @kind, @url, @method, @event_types, @headers, @max_attempts,
     @timeout_ms, sqlc.narg('rate_per_sec'), sqlc.narg('burst'), @max_in_flight, @failure_threshold,
     @success_body_contains, @enabled, sqlc.narg('filter'),
     coalesce(sqlc.narg('macro_style')::text, 'braces'), @signature_param, @preset,
-    coalesce(sqlc.narg('url_set_by')::text, 'operator')
+    coalesce(sqlc.narg('url_set_by')::text, 'operator'),
+    sqlc.narg('postback_rules'),
+    @body_template, @body_format, @body_signature
 )
 RETURNING *;
 
@@ -41,7 +44,8 @@ SELECT * FROM endpoints WHERE id = @id FOR UPDATE;
 -- name: EndpointUpdate :one
 -- Writes every configurable field; PATCH merges in Go and validates the whole.
 -- A null macro_style, signature_param, preset or url_set_by keeps the
--- stored value (url_set_by changes only with the URL: who set it).
+-- stored value (url_set_by changes only with the URL: who set it); a null
+-- postback_rules means none (the caller passes the stored rules on).
 UPDATE endpoints SET
     name = @name, url = @url, method = @method, event_types = @event_types,
     headers = @headers, max_attempts = @max_attempts, timeout_ms = @timeout_ms,
@@ -53,6 +57,8 @@ UPDATE endpoints SET
     signature_param = coalesce(sqlc.narg('signature_param')::text, signature_param),
     preset = coalesce(sqlc.narg('preset')::text, preset),
     url_set_by = coalesce(sqlc.narg('url_set_by')::text, url_set_by),
+    postback_rules = sqlc.narg('postback_rules'),
+    body_template = @body_template, body_format = @body_format, body_signature = @body_signature,
     enabled = @enabled, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id
 RETURNING *;

@@ -82,7 +82,8 @@ SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.statu
        ev.type AS event_type, ev.payload,
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
        e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
-       e.egress_rev
+       e.egress_rev, e.postback_rules,
+       e.body_template, e.body_format, e.body_signature
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id;
@@ -139,7 +140,8 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, fals
           ev.type AS event_type, ev.payload,
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
-          e.egress_rev;
+          e.egress_rev, e.postback_rules,
+          e.body_template, e.body_format, e.body_signature;
 
 -- name: DeliveryComplete :many
 -- Applies a batch of attempt outcomes, fenced by the attempt count each

@@ -36,6 +36,7 @@ type endpointJSON struct {
 	MacroStyle     string `json:"macro_style"`
 	SignatureParam string `json:"signature_param"`
 	Preset         string `json:"preset"`
+	rulesJSON
 	DisabledReason string `json:"disabled_reason"`
 	failureBudgetFields
 	CreatedAt time.Time   `json:"created_at"`
@@ -89,7 +90,7 @@ func endpointView(e db.Endpoint) endpointJSON {
 		SuccessBodyContains: e.SuccessBodyContains, Enabled: e.Enabled,
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 		Filter: filterJSON(e.Filter), MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam,
-		Preset: e.Preset, failureBudgetFields: budgetFields(e),
+		Preset: e.Preset, failureBudgetFields: budgetFields(e), rulesJSON: conversionView(e),
 	}
 }
 

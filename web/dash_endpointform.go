@@ -33,6 +33,7 @@ func (s *Server) endpointNew(c echo.Context) error {
 		if pr, ok := postback.PresetByID(f.Preset); ok {
 			f.URL, f.Method, f.SuccessBodyContains = pr.Template, pr.Method, pr.SuccessBodyContains
 			f.MacroStyle = string(pr.MacroStyle())
+			f.Rules = presetRules(pr)
 			if f.Name == "" {
 				f.Name = pr.ID
 			}
@@ -70,6 +71,7 @@ func (s *Server) blankForm(c echo.Context, p db.Partner, kind string) endpointfo
 	}
 	if kind == "postback" {
 		f.Method, f.MacroStyle = "GET", string(postback.StyleBraces)
+		f.Rules = rulesForm(rulesInput{})
 	}
 	f.RetryWindow = retryWindow(defaultMaxAttempts)
 	return f
@@ -109,6 +111,11 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 		SuccessBodyContains: f.SuccessBodyContains, Enabled: &f.Enabled}
 	if f.Kind == "postback" {
 		in.MacroStyle, in.SignatureParam, in.Preset = f.MacroStyle, f.SignatureParam, f.Preset
+		f.Rules = rulesFormOf(c)
+		var msg string
+		if in.rulesInput, msg = rulesInputOf(f.Rules); msg != "" {
+			f.Errors["value_maps"] = msg
+		}
 	}
 	in.EventTypes = formEventTypes(f.EventTypes)
 	var msg string
@@ -259,7 +266,8 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		FailureThreshold: strconv.Itoa(int(e.FailureThreshold)), Enabled: e.Enabled,
 		DisableAfterFailures: strconv.Itoa(int(e.DisableAfterFailures)), DisableAfterHours: strconv.Itoa(int(e.DisableAfterHours)),
 		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{},
-		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews()}
+		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews(),
+		Rules: rulesForm(conversionFromStored(e))}
 	if e.RatePerSec != nil {
 		f.RatePerSec = strconv.FormatFloat(*e.RatePerSec, 'f', -1, 64)
 	}

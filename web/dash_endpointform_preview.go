@@ -18,7 +18,7 @@ import (
 // macro style or the event types are edited)
 func (s *Server) endpointPreview(c echo.Context) error {
 	f := endpointform.Form{Kind: "postback", URL: strings.TrimSpace(c.FormValue("url")), MacroStyle: c.FormValue("macro_style"),
-		EventTypes: c.FormValue("event_types"), Preset: c.FormValue("preset")}
+		EventTypes: c.FormValue("event_types"), Preset: c.FormValue("preset"), Rules: rulesFormOf(c)}
 	p, err := s.preview(c.Request().Context(), f)
 	if err != nil {
 		return err

@@ -72,7 +72,9 @@ func jsonError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("malformed JSON: unexpected end of input")
 	case errors.As(err, &typ):
-		field := typ.Field
+		// encoding/json names an embedded struct in the path; the API's
+		// fields are flat.
+		field := strings.TrimPrefix(typ.Field, "rulesInput.")
 		if field == "" {
 			return badRequest("request body must be a JSON object")
 		}

@@ -89,6 +89,7 @@ type endpointInput struct {
 	// Egress is the endpoint's proxy, CAs, client certificate and receiver
 	// credentials (api_endpoint_egress.go); nil leaves them as they are.
 	Egress *egressInput `json:"egress"`
+	rulesInput                // postbacks: value maps and payout share
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -118,6 +119,8 @@ type endpointConfig struct {
 	// URLSetBy is who set the URL (urlSetByPartner from the portal); ""
 	// is the operator.
 	URLSetBy string
+	Rules                []byte     // a postback's rules as stored; nil for none
+	Body                 bodyConfig // a POST postback's body
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -142,6 +145,7 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 		MacroStyle:          e.MacroStyle,
 		SignatureParam:      e.SignatureParam,
 		Preset:              e.Preset,
+		rulesInput:          conversionFromStored(e),
 	}
 	in.Headers = maskedHeaders(e.Headers)
 	ptr := func(v int32) *int { n := int(v); return &n }
@@ -202,6 +206,8 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			fail("signature_param", "is for postbacks; webhooks are signed with Standard Webhooks headers")
 		case in.Preset != "":
 			fail("preset", "is for postbacks")
+		case in.rulesInput.given():
+			fail("value_maps", "value_maps, unmapped, payout_share, payout_field and the body_ fields are for postbacks; a webhook's body is the event payload")
 		}
 	case "postback":
 		if c.Method == "" {
@@ -217,6 +223,13 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 			fail("url", "%s", msg)
 		} else if msg := checkSignatureParam(c.URL, c.MacroStyle, c.SignatureParam); msg != "" {
 			fail("signature_param", "%s", msg)
+		}
+		var fe *fieldError
+		if c.Rules, fe = checkRules(in.rulesInput); fe != nil {
+			errs = append(errs, *fe)
+		}
+		if c.Body, fe = checkBody(in.rulesInput, c.Method, c.MacroStyle); fe != nil {
+			errs = append(errs, *fe)
 		}
 	case "":
 		fail("kind", "is required: webhook or postback")

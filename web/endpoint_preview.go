@@ -33,8 +33,9 @@ func (s *Server) preview(ctx context.Context, f endpointform.Form) (endpointform
 	}
 	id, _ := uuid.NewV7()
 	var p endpointform.Preview
-	for _, seg := range t.Preview(postback.SampleValues(id.String(), s.now())) {
-		p.Segments = append(p.Segments, endpointform.Segment{Text: seg.Text, Macro: seg.Macro, Known: seg.Known, Missing: seg.Missing})
+	rules := previewRules(f)
+	for _, seg := range t.PreviewRules(rules.Sample(postback.SampleValues(id.String(), s.now())), rules) {
+		p.Segments = append(p.Segments, endpointform.Segment{Text: seg.Text, Macro: seg.Macro, Known: seg.Known, Missing: seg.Missing, Problem: seg.Problem})
 	}
 	ws, err := s.endpointWarnings(ctx, endpointConfig{Kind: "postback", URL: f.URL, MacroStyle: style, Preset: f.Preset, EventTypes: formEventTypes(f.EventTypes)})
 	if err != nil {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,7 +46,7 @@ func (s *Server) endpointWarnings(ctx context.Context, cfg endpointConfig) ([]fi
 	}
 	add(t.Warnings())
 	if p, ok := postback.PresetByID(cfg.Preset); ok {
-		add(p.MissingParams(t))
+		add(p.ParamWarnings(t))
 	}
 
 	var fromPayload []string
@@ -80,25 +81,41 @@ func (s *Server) endpointWarnings(ctx context.Context, cfg endpointConfig) ([]fi
 		for k := range fields {
 			carried[k] = true
 		}
+		for _, m := range fromPayload { // dotted paths into nested objects
+			if !carried[m] && postback.PayloadHas(fields, m) {
+				carried[m] = true
+			}
+		}
+	}
+	var known []string
+	for k := range carried {
+		if !slices.Contains(fromPayload, k) || !strings.Contains(k, ".") {
+			known = append(known, k)
+		}
 	}
 	of := "events"
 	if len(types) > 0 {
 		of = "events of types " + strings.Join(types, ", ")
 	}
-	var known []string
-	for k := range carried {
-		known = append(known, k)
-	}
 	sort.Strings(known)
 	if len(known) > 12 {
 		known = append(known[:12], "…")
 	}
+	defaults := t.Defaults()
 	for _, m := range fromPayload {
-		if !carried[m] {
-			out = append(out, fieldWarning{Field: "url", Code: postback.WarnUnknownMacro, Message: fmt.Sprintf(
-				"none of the last %d %s has a top-level field %q, so %s would fail as missing_field; check the spelling (their fields: %s)",
-				len(events), of, m, cfg.MacroStyle.Token(m), strings.Join(known, ", "))})
+		if carried[m] {
+			continue
 		}
+		what, fails := "a top-level field", "would fail as missing_field"
+		if strings.Contains(m, ".") {
+			what = "the nested path"
+		}
+		if _, ok := defaults[m]; ok {
+			fails = "would send its default"
+		}
+		out = append(out, fieldWarning{Field: "url", Code: postback.WarnUnknownMacro, Message: fmt.Sprintf(
+			"none of the last %d %s has %s %q, so %s %s; check the spelling (their fields: %s)",
+			len(events), of, what, m, cfg.MacroStyle.Token(m), fails, strings.Join(known, ", "))})
 	}
 	return out, nil
 }

@@ -45,6 +45,8 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
 			MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: cfg.SignatureParam, Preset: cfg.Preset,
 			URLSetBy: emptyNil(cfg.URLSetBy),
+			PostbackRules: cfg.Rules,
+			BodyTemplate:  cfg.Body.Template, BodyFormat: cfg.Body.Format, BodySignature: cfg.Body.Signature,
 		})
 		if db.IsUniqueViolation(err) {
 			return conflict("name", "this partner already has an endpoint with this name")
@@ -167,6 +169,8 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
 		MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: ptrTo(cfg.SignatureParam), Preset: ptrTo(cfg.Preset),
 		URLSetBy: urlSetBy(cur, cfg.URL, cfg.URLSetBy),
+		PostbackRules: cfg.Rules,
+		BodyTemplate:  cfg.Body.Template, BodyFormat: cfg.Body.Format, BodySignature: cfg.Body.Signature,
 	})
 	if db.IsUniqueViolation(err) {
 		return db.Endpoint{}, conflict("name", "this partner already has an endpoint with this name")
@@ -207,6 +211,10 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("macro_style", a.MacroStyle != b.MacroStyle)
 	add("signature_param", a.SignatureParam != b.SignatureParam)
 	add("preset", a.Preset != b.Preset)
+	add("postback_rules", !bytes.Equal(a.PostbackRules, b.PostbackRules))
+	add("body_template", a.BodyTemplate != b.BodyTemplate)
+	add("body_format", a.BodyFormat != b.BodyFormat)
+	add("body_signature", a.BodySignature != b.BodySignature)
 	add("disable_after_failures", a.DisableAfterFailures != b.DisableAfterFailures)
 	add("disable_after_hours", a.DisableAfterHours != b.DisableAfterHours)
 	if out == nil {

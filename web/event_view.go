@@ -15,6 +15,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// classSkipped is the worker's error class of a postback value the
+// endpoint's map lacks: under unmapped "skip" the delivery is recorded as
+// delivered without a send (it is finished and never retried, and the
+// queue keeps its invariants), and the event log shows it as skipped.
+const classSkipped = "unmapped_value"
+
 // eventDeliveries maps an event's deliveries and their attempts to the
 // event page's view, each with the request hookline sends it (the
 // dashboard's event page and the partner portal's).
@@ -26,12 +32,18 @@ func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.Delivery
 		if a.StatusCode != nil {
 			at.StatusCode = int(*a.StatusCode)
 		}
+		if at.Class == classSkipped && at.Outcome == "ok" {
+			at.Outcome = "skipped" // nothing was sent; the error says why
+		}
 		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
 	}
 	out := make([]event.Delivery, 0, len(dels))
 	for _, d := range dels {
 		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
 			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
+		if n := len(dv.Attempts); d.Status == "delivered" && n > 0 && dv.Attempts[n-1].Outcome == "skipped" {
+			dv.Status = "skipped"
+		}
 		if d.Status == "pending" || d.Status == "failed" {
 			t := d.NextAttemptAt
 			dv.NextAttemptAt = &t

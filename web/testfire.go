@@ -41,14 +41,19 @@ func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte
 	now := s.now()
 	id, _ := uuid.NewV7()
 	var res endpoint.TestResult
-	req, err := testFireRequest(cfg, keys, testFireEvent(cfg.Kind, id.String(), now), now)
+	rules, _ := postback.ParseRules(cfg.Rules) // validated with cfg
+	req, err := testFireRequest(cfg, keys, testFireEvent(cfg.Kind, id.String(), now, rules), now)
 	if err != nil {
 		// Nothing is sent, but where it would go is known: the template's
 		// host.
 		res.Outcome, res.Class, res.Error = string(sender.Permanent), "missing_field", err.Error()
 		var terr templateError
-		if errors.As(err, &terr) {
+		var unmapped *postback.UnmappedError
+		switch {
+		case errors.As(err, &terr):
 			res.Class = sender.ClassInvalidRequest
+		case errors.As(err, &unmapped):
+			res.Class = classSkipped
 		}
 		res.Verdicts = s.verdicts(ctx, cfg.URL, o)
 		return res
@@ -92,9 +97,10 @@ func hidePrivateAnswer(res *endpoint.TestResult) {
 }
 
 // testFireEvent is the sample event a test fire sends: the postback
-// presets' sample values, marked as a test.
-func testFireEvent(kind, id string, now time.Time) request.Event {
-	sample := postback.SampleValues(id, now)
+// presets' sample values (in the words the endpoint's value maps expect),
+// marked as a test.
+func testFireEvent(kind, id string, now time.Time, rules *postback.Rules) request.Event {
+	sample := rules.Sample(postback.SampleValues(id, now))
 	var payload []byte
 	if kind == request.KindPostback {
 		sample.Payload["test"] = json.RawMessage("true")
@@ -140,8 +146,17 @@ func testFireRequest(cfg endpointConfig, keys [][]byte, ev request.Event, now ti
 			return request.Request{}, templateError{err}
 		}
 		ep.Template, ep.MacroStyle, ep.SignatureParam = t, style, cfg.SignatureParam
+		if ep.Rules, err = postback.ParseRules(cfg.Rules); err != nil {
+			return request.Request{}, templateError{err}
+		}
+		ep.BodyTemplate, ep.BodyFormat, ep.BodySignature = cfg.Body.Template, cfg.Body.Format, cfg.Body.Signature
+		if cfg.Body.Template != "" {
+			if ep.Body, err = postback.ParseBody(cfg.Body.Template, cfg.Body.Format, style); err != nil {
+				return request.Request{}, templateError{err}
+			}
+		}
 	}
-	if len(keys) == 0 && (cfg.Kind != request.KindPostback || cfg.SignatureParam != "") {
+	if len(keys) == 0 && (cfg.Kind != request.KindPostback || cfg.SignatureParam != "" || cfg.Body.Signature != "") {
 		// An unsaved endpoint: sign with a throwaway key to show the
 		// signature's place.
 		keys = [][]byte{[]byte("hookline-test-fire-unsaved-key-0")}

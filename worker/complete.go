@@ -371,11 +371,12 @@ func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, 
 // countsForBreaker reports whether an outcome is evidence about the
 // endpoint's health. A payload missing a postback field is the producer's
 // fault, not the partner's, and a signing or egress settings problem is
-// ours. A proxy's failure does count: while the proxy is down, every
-// endpoint behind it backs off, as for a receiver that is.
+// ours; a value its map lacks was never sent. A proxy's failure does
+// count: while the proxy is down, every endpoint behind it backs off, as
+// for a receiver that is.
 func countsForBreaker(o *outcome) bool {
 	switch o.res.ErrorClass {
-	case classMissingField, classSigning, classEgress:
+	case classMissingField, classSigning, classEgress, classUnmapped:
 		return false
 	}
 	return o.res.Outcome != sender.Gone

@@ -23,6 +23,9 @@ const (
 	classMissingField = "missing_field" // the payload lacks a field the postback template needs
 	classSigning      = "signing"       // no usable signing secret
 	classLeaseExpired = "lease_expired" // the worker sending it died
+	// classUnmapped: a postback value the endpoint's map lacks, under
+	// unmapped "skip" (recorded delivered, nothing sent) or "fail" (dead).
+	classUnmapped = "unmapped_value"
 )
 
 // outcome is the result of one attempt of a claimed delivery.
@@ -54,7 +57,7 @@ func (o *outcome) ended() time.Time {
 func (o *outcome) sent() bool {
 	switch o.res.ErrorClass {
 	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning, classEgress,
-		sender.ClassToken:
+		sender.ClassToken, classUnmapped:
 		return false
 	}
 	return true
@@ -83,8 +86,15 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	if d.Kind == request.KindPostback {
 		ep.MacroStyle, ep.SignatureParam = postback.Style(d.MacroStyle), d.SignatureParam
 		ep.Template, _ = w.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
+		ep.BodyTemplate, ep.BodyFormat, ep.BodySignature = d.BodyTemplate, d.BodyFormat, d.BodySignature
+		ep.Body = w.body(d.BodyTemplate, d.BodyFormat, ep.MacroStyle) // nil when none or it does not parse: Build says why
+		if ep.Rules, err = w.rules(d.PostbackRules); err != nil {
+			o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, err.Error())
+			o.finished = w.now()
+			return o
+		}
 	}
-	if d.Kind != request.KindPostback || d.SignatureParam != "" {
+	if d.Kind != request.KindPostback || d.SignatureParam != "" || d.BodySignature != "" {
 		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
 		if err != nil {
 			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
@@ -106,6 +116,12 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 			class = classMissingField
 		}
 		o.res = failed(now, sender.Permanent, class, err.Error())
+		if c, skip := unmapped(err); c != "" {
+			o.res = failed(now, sender.Permanent, c, err.Error())
+			if skip {
+				o.res.Outcome = sender.OK
+			}
+		}
 		o.finished = w.now()
 		return o
 	}

@@ -145,6 +145,9 @@ type endpointOpts struct {
 	successBodyContains string
 	macroStyle          string // "" is braces
 	signatureParam      string
+	rules               string // postback_rules JSON; "" for none
+	// A POST postback's body: template, format, and "webhook" to sign it.
+	bodyTemplate, bodyFormat, bodySignature string
 }
 
 // endpoint creates an endpoint with its health row and secret; it returns
@@ -179,6 +182,17 @@ func (e *env) endpoint(o endpointOpts) (int64, string) {
 		id = ep.ID
 		if o.macroStyle != "" {
 			if _, err := tx.Exec(ctx, "UPDATE endpoints SET macro_style = $2 WHERE id = $1", id, o.macroStyle); err != nil {
+				return err
+			}
+		}
+		if o.bodyTemplate != "" {
+			if _, err := tx.Exec(ctx, "UPDATE endpoints SET body_template = $2, body_format = $3, body_signature = $4 WHERE id = $1",
+				id, o.bodyTemplate, o.bodyFormat, o.bodySignature); err != nil {
+				return err
+			}
+		}
+		if o.rules != "" {
+			if _, err := tx.Exec(ctx, "UPDATE endpoints SET postback_rules = $2 WHERE id = $1", id, o.rules); err != nil {
 				return err
 			}
 		}

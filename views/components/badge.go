@@ -94,6 +94,8 @@ func deliveryStatusView(status string) badgeView {
 		return badgeView{ToneWarn, "failed · retrying", status, "The last attempt failed; it will be retried"}
 	case "dead":
 		return badgeView{ToneCritical, "dead", status, "Out of attempts: a dead letter, can be replayed"}
+	case "skipped":
+		return badgeView{ToneMuted, "skipped", status, "Not sent: a value the endpoint's value map lacks (unmapped: skip)"}
 	}
 	return badgeView{ToneMuted, strings.ReplaceAll(status, "_", " "), status, ""}
 }

@@ -43,6 +43,8 @@ type Form struct {
 	// Postbacks: the macro style ("braces" or "hash") and the query
 	// parameter that carries the URL's signature ("" = unsigned).
 	MacroStyle, SignatureParam string
+	// Rules are a postback's value maps and payout share.
+	Rules Rules
 
 	// FilterRows are the builder's field / operator / value rows (blank
 	// rows included, so the form works without JavaScript); FilterJSON is
@@ -92,6 +94,8 @@ type Segment struct {
 	Macro   string
 	Known   bool
 	Missing bool
+	// Problem says why the endpoint's rules cannot send the value.
+	Problem string
 }
 
 // FilterRow is one builder condition, as typed.
@@ -178,6 +182,8 @@ func segmentTitle(s Segment) string {
 	switch {
 	case s.Macro == "":
 		return ""
+	case s.Problem != "":
+		return "{" + s.Macro + "}: " + s.Problem
 	case s.Missing && !s.Known:
 		return "{" + s.Macro + "}: not a built-in and not in the sample conversion; check the spelling, or make sure your events carry this field"
 	case s.Missing:
@@ -188,7 +194,7 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"macro_style", "signature_param", "preset", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold",
+		"macro_style", "signature_param", "preset", "value_maps", "unmapped", "payout_share", "payout_field", "body_template", "body_format", "body_signature", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold",
 		"disable_after_failures", "disable_after_hours", "partner_id"}
 	var out []string
 	for _, k := range order {
@@ -206,6 +212,8 @@ var labels = map[string]string{
 	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
 	"macro_style": "Macro style", "signature_param": "Signature parameter", "preset": "Preset",
 	"disable_after_failures": "Disable after failures", "disable_after_hours": "Disable after hours",
+	"value_maps": "Value maps", "unmapped": "Unmapped values", "payout_share": "Payout share", "payout_field": "Payout field",
+	"body_template": "Body template", "body_format": "Body format", "body_signature": "Body signature",
 }
 
 func filterRowID(i int, part string) string { return "filter-" + part + "-" + strconv.Itoa(i) }

@@ -85,3 +85,32 @@ func ExampleParseStyle() {
 	// foreign_token 27
 	// foreign_token 34
 }
+
+// Nested paths, defaults and an endpoint's rules: the producer says
+// "approved" with a full payout in yen; the tracker wants "sale" and the
+// partner's 70 % share, in whole yen.
+func ExampleTemplate_RenderRules() {
+	tmpl, err := postback.Parse("https://t.example/pb?subid={click_id}&status={status}&payout={payout}&geo={user.country}&sub2={sub2|}")
+	if err != nil {
+		panic(err)
+	}
+	fields, _ := postback.PayloadFields([]byte(`{"click_id":"c1","status":"approved","payout":1501,"currency":"JPY","user":{"country":"JP"}}`))
+	rules := &postback.Rules{
+		ValueMaps:     map[string]map[string]string{"status": {"approved": "sale", "pending": "lead", "declined": "rejected"}},
+		Unmapped:      postback.UnmappedSkip,
+		PayoutShareBP: 7000, // 70 %
+	}
+	v := postback.Values{EventID: "e1", EventType: "conversion", Timestamp: time.Unix(1760000000, 0), Attempt: 1, Payload: fields}
+	url, err := tmpl.RenderRules(v, rules)
+	fmt.Println(url, err)
+
+	// A status the map does not know is skipped, not sent.
+	v.Payload, _ = postback.PayloadFields([]byte(`{"click_id":"c1","status":"chargeback","payout":1}`))
+	_, err = tmpl.RenderRules(v, rules)
+	var unmapped *postback.UnmappedError
+	fmt.Println(errors.As(err, &unmapped) && unmapped.Skip(), err)
+
+	// Output:
+	// https://t.example/pb?subid=c1&status=sale&payout=1051&geo=JP&sub2= <nil>
+	// true value "chargeback" of "status" is not in the endpoint's value map (unmapped: skip)
+}

@@ -24,6 +24,8 @@ func FuzzRender(f *testing.F) {
 		{"https://t.example{v}", "@evil.example"},
 		{"https://t.example/pb?x={v", "x"},
 		{"https://t.example/pb?x={v}}", "x"},
+		{"https://t.example/pb?c={user.country}&s={sub2|}&p={payout|0}", "x y"},
+		{"https://t.example/pb?s={sub|a b&c}&t={v|}", "{|}"},
 	} {
 		f.Add(seed.tmpl, seed.value)
 	}
@@ -95,6 +97,7 @@ func FuzzRenderHash(f *testing.F) {
 		{"https://#v#/", "evil.example"},
 		{"https://t.example#v#", "@evil.example"},
 		{"https://t.example/pb?x=#v", "x"},
+		{"https://t.example/pb?c=#user.country#&s=#sub2|#", "#"},
 	} {
 		f.Add(seed.tmpl, seed.value)
 	}
@@ -142,6 +145,25 @@ func FuzzRenderHash(f *testing.F) {
 			if got, err := url.PathUnescape(seg.Text); err != nil || got != want {
 				t.Fatalf("macro #%s# encoded as %q, decodes to %q (%v), want %q", seg.Macro, seg.Text, got, err, want)
 			}
+		}
+	})
+}
+
+// FuzzShare checks that a payout share never panics, never allocates
+// without bound, and when it succeeds writes exactly the decimals asked for.
+func FuzzShare(f *testing.F) {
+	for _, s := range []string{"12.5", "0.125", "-0.005", "1e3", "1e999999", "abc", "1/3", "99999999999999999999.99"} {
+		f.Add(s, 7000, 2)
+	}
+	f.Fuzz(func(t *testing.T, value string, bp, decimals int) {
+		bp, decimals = 1+abs(bp%10000), abs(decimals%4)
+		got, err := Share(value, bp, decimals)
+		if err != nil {
+			return
+		}
+		_, frac, ok := strings.Cut(got, ".")
+		if decimals == 0 && ok || decimals > 0 && len(frac) != decimals {
+			t.Fatalf("Share(%q, %d, %d) = %q: wrong number of decimals", value, bp, decimals, got)
 		}
 	})
 }

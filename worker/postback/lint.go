@@ -1,6 +1,7 @@
 package postback
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -22,6 +23,9 @@ const (
 	// WarnPresetParam is a preset's required parameter missing from the
 	// template.
 	WarnPresetParam = "preset_param_missing"
+	// WarnPresetDefault is a preset's required parameter filled by a macro
+	// with a default.
+	WarnPresetDefault = "preset_param_default"
 )
 
 // Warning is one lint warning. Warnings never stop a template from being
@@ -172,4 +176,38 @@ func (t *Template) QueryParams() map[string]bool {
 		out[k] = out[k] || v != ""
 	}
 	return out
+}
+
+// queryDefaults returns the query parameters whose value holds a macro with
+// a default.
+func (t *Template) queryDefaults() map[string]bool {
+	out := map[string]bool{}
+	q := t.raw
+	if t.style == StyleBraces {
+		q, _, _ = strings.Cut(q, "#")
+	}
+	_, q, ok := strings.Cut(q, "?")
+	if !ok {
+		return out
+	}
+	for _, pair := range strings.Split(q, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		parts, err := tokenize(v, t.style)
+		if err != nil {
+			continue
+		}
+		for _, p := range parts {
+			if p.hasDef {
+				out[k] = true
+			}
+		}
+	}
+	return out
+}
+
+// PayloadHas reports whether a payload's fields (from PayloadFields) hold
+// name, as a top-level field or a dotted path, whatever its value: the
+// save-time check of macros against recent events.
+func PayloadHas(fields map[string]json.RawMessage, name string) bool {
+	return Values{Payload: fields}.has(name)
 }

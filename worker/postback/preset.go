@@ -3,6 +3,8 @@ package postback
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -21,6 +23,11 @@ type Preset struct {
 	Params              []Param // the tracker's parameters, in template order
 	// Style is how Template writes its macros; "" means StyleBraces.
 	Style Style
+	// ValueMaps turn the producer's words (approved, pending, declined,
+	// hold, rebill) into the tracker's; the form fills its rows with them.
+	// None for trackers that take no status in a postback (Voluum,
+	// Everflow, CAKE, TUNE: their status changes are calls of their own).
+	ValueMaps map[string]map[string]string
 }
 
 // MacroStyle is the preset's macro style.
@@ -40,6 +47,22 @@ func (p Preset) MissingParams(t *Template) []Warning {
 		if par.Required && !have[par.Name] {
 			out = append(out, Warning{Code: WarnPresetParam, Pos: -1,
 				Msg: fmt.Sprintf("%s requires the %q parameter, which the template does not set: %s", p.Name, par.Name, par.Help)})
+		}
+	}
+	return out
+}
+
+// ParamWarnings is MissingParams plus a warning for each required
+// parameter whose macro has a default: the tracker needs the real value,
+// and a default would send a stand-in instead of failing the delivery
+// where it can be seen and replayed.
+func (p Preset) ParamWarnings(t *Template) []Warning {
+	out := p.MissingParams(t)
+	defaulted := t.queryDefaults()
+	for _, par := range p.Params {
+		if par.Required && defaulted[par.Name] {
+			out = append(out, Warning{Code: WarnPresetDefault, Pos: -1,
+				Msg: fmt.Sprintf("%s requires a real %q, but its macro has a default, which would be sent when the payload lacks the field; remove the default so such a delivery fails as missing_field", p.Name, par.Name)})
 		}
 	}
 	return out
@@ -89,6 +112,9 @@ func Presets() []Preset {
 				{Name: "payout", Macro: "payout", Help: "Revenue for this conversion; Binom ignores it when the offer has a fixed payout."},
 				{Name: "cnv_status", Macro: "status", Help: "Free-form conversion status shown in Binom reports, e.g. approved or rejected."},
 			},
+			// cnv_status is free text in Binom; these are the words its
+			// reports and examples use.
+			ValueMaps: map[string]map[string]string{"status": {"approved": "approved", "pending": "pending", "hold": "hold", "declined": "rejected"}},
 		},
 		{
 			ID:       "keitaro",
@@ -107,6 +133,9 @@ func Presets() []Preset {
 				{Name: "tid", Macro: "transaction_id", Help: "Transaction id; a new tid on a known subid records an additional sale (rebill)."},
 				{Name: "return", Help: "Text Keitaro answers with; hookline checks the answer contains it."},
 			},
+			// Keitaro's statuses (Maintenance → Postback URL help): lead,
+			// sale, rejected, and rebill for a repeated sale.
+			ValueMaps: map[string]map[string]string{"status": {"approved": "sale", "pending": "lead", "hold": "lead", "declined": "rejected", "rebill": "rebill"}},
 		},
 		{
 			ID:       "everflow",
@@ -135,6 +164,9 @@ func Presets() []Preset {
 				{Name: "status", Macro: "status", Help: "1 approved, 2 pending, 3 declined, 5 hold."},
 				{Name: "sum", Macro: "payout", Help: "Conversion revenue."},
 			},
+			// Affise's postback statuses are codes: 1 approved, 2 pending,
+			// 3 declined, 5 hold (its postback documentation).
+			ValueMaps: map[string]map[string]string{"status": {"approved": "1", "pending": "2", "declined": "3", "hold": "5"}},
 		},
 		{
 			ID:       "cake",
@@ -150,6 +182,47 @@ func Presets() []Preset {
 				{Name: "r", Macro: "click_id", Help: "CAKE's request (session) id, passed to you in s2 of the offer link. Required.", Required: true},
 				{Name: "t", Macro: "transaction_id", Help: "Your unique conversion id."},
 			},
+		},
+		{
+			// TUNE (formerly HasOffers) server postback: aff_lsr on the
+			// network's tracking domain (NETWORK.go2cloud.org) with
+			// transaction_id (TUNE's click id), amount, adv_sub (the
+			// advertiser's order id, which TUNE deduplicates on) and
+			// goal_id, as its "Server Postback" article documents. A
+			// conversion's status is set by TUNE or changed through its
+			// API, not sent here.
+			ID:                  "tune",
+			Name:                "TUNE (HasOffers)",
+			Template:            "https://" + presetHost + "/aff_lsr?transaction_id={click_id}&amount={payout}&adv_sub={transaction_id}",
+			Method:              "GET",
+			SuccessBodyContains: "success=true",
+			Help: "Replace " + presetHost + " with your network's tracking domain (NETWORK.go2cloud.org or your own). " +
+				"Add offer_id= and goal_id= if the offer tracks several goals, and security_token= if the network requires one. " +
+				"TUNE answers success=true when it records the conversion.",
+			Params: []Param{
+				{Name: "transaction_id", Macro: "click_id", Help: "TUNE's transaction (click) id, passed to your landing page in {transaction_id}. Required.", Required: true},
+				{Name: "amount", Macro: "payout", Help: "Sale amount, for revenue-share payouts."},
+				{Name: "adv_sub", Macro: "transaction_id", Help: "Your order id: TUNE refuses a second conversion with the same adv_sub."},
+			},
+		},
+		{
+			// RedTrack postback: /postback on the tracking domain with
+			// clickid, sum (revenue) and type (the conversion type, e.g.
+			// a custom event), as RedTrack's postback help lists them.
+			ID:       "redtrack",
+			Name:     "RedTrack",
+			Template: "https://" + presetHost + "/postback?clickid={click_id}&sum={payout}&type={event_type}",
+			Method:   "GET",
+			Help: "Replace " + presetHost + " with your RedTrack tracking domain. type names a conversion type " +
+				"set up in RedTrack (Settings → Conversion types); leave it out to record the default one.",
+			Params: []Param{
+				{Name: "clickid", Macro: "click_id", Help: "RedTrack's click id, captured from the {clickid} macro. Required.", Required: true},
+				{Name: "sum", Macro: "payout", Help: "Conversion revenue."},
+				{Name: "type", Macro: "event_type", Help: "Conversion type as set up in RedTrack."},
+			},
+			// The producer's event type, mapped to RedTrack's conversion
+			// type names; unmapped types are sent as they are.
+			ValueMaps: map[string]map[string]string{"event_type": {"conversion.approved": "Purchase", "conversion.pending": "Lead"}},
 		},
 		{
 			ID:       "custom",
@@ -183,6 +256,9 @@ func PresetByID(id string) (Preset, bool) {
 // test fires. The click id deliberately holds a space, "&" and "=" so a
 // preview shows the encoding at work. The status is "sale", a word Keitaro
 // accepts (lead, sale, rejected) and Binom shows as it is.
+//
+// With rules, use Sample: it speaks the producer's words where a value map
+// expects them.
 func SampleValues(eventID string, now time.Time) Values {
 	return Values{
 		EventID:   eventID,
@@ -197,6 +273,42 @@ func SampleValues(eventID string, now time.Time) Values {
 			"currency":       json.RawMessage(`"USD"`),
 			"amount":         json.RawMessage(`49.90`),
 			"sum":            json.RawMessage(`12.5`),
+			"user":           json.RawMessage(`{"country":"DE","id":"u_42"}`),
 		},
 	}
+}
+
+// Sample adapts sample values to rules r: each mapped payload field whose
+// sample value the map does not know takes one the map does ("approved"
+// when it can), so a preview and a test fire show a mapped value.
+func (r *Rules) Sample(v Values) Values {
+	if r == nil || len(r.ValueMaps) == 0 {
+		return v
+	}
+	payload := make(map[string]json.RawMessage, len(v.Payload)+len(r.ValueMaps))
+	maps.Copy(payload, v.Payload)
+	for _, field := range r.MapFields() {
+		if IsBuiltin(field) {
+			continue
+		}
+		m := r.ValueMaps[field]
+		if cur, err := (Values{Payload: payload}).lookup(field); err == nil {
+			if _, ok := m[cur]; ok {
+				continue
+			}
+		}
+		pick := "approved"
+		if _, ok := m[pick]; !ok {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			pick = keys[0]
+		}
+		b, _ := json.Marshal(pick)
+		payload[field] = b
+	}
+	v.Payload = payload
+	return v
 }

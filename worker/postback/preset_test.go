@@ -16,9 +16,11 @@ func TestPresets(t *testing.T) {
 		"everflow": {"transaction_id", "amount"},
 		"affise":   {"clickid", "status", "sum"},
 		"cake":     {"r", "t"},
+		"tune":     {"transaction_id", "amount", "adv_sub"},
+		"redtrack": {"clickid", "sum", "type"},
 		"custom":   {"click_id", "payout"},
 	}
-	wantNames := []string{"Voluum", "Binom", "Keitaro", "Everflow", "Affise", "CAKE (#token#)", "Custom"}
+	wantNames := []string{"Voluum", "Binom", "Keitaro", "Everflow", "Affise", "CAKE (#token#)", "TUNE (HasOffers)", "RedTrack", "Custom"}
 
 	presets := Presets()
 	var names []string
@@ -77,6 +79,15 @@ func TestPresets(t *testing.T) {
 					t.Errorf("parameter %q has no help text", param.Name)
 				}
 			}
+			if len(p.ValueMaps) > 0 {
+				r := &Rules{ValueMaps: p.ValueMaps, Unmapped: UnmappedFail}
+				if err := r.Validate(); err != nil {
+					t.Fatalf("preset value maps: %v", err)
+				}
+				if _, err := tmpl.RenderRules(r.Sample(sample), r); err != nil {
+					t.Errorf("the sample adapted to the preset's maps does not render: %v", err)
+				}
+			}
 			// The sample click id must survive encoding intact: a tracker
 			// decoding the query must see exactly the payload's value.
 			for _, param := range p.Params {
@@ -131,5 +142,20 @@ func TestSampleValues(t *testing.T) {
 	v.Payload["click_id"] = nil
 	if string(SampleValues("evt_1", now).Payload["click_id"]) != `"abc 123&x=1"` {
 		t.Fatal("SampleValues shares its payload map between calls")
+	}
+}
+
+func TestPresetValueMaps(t *testing.T) {
+	sample := SampleValues("e", time.Unix(1_760_000_000, 0))
+	for id, want := range map[string]string{"keitaro": "status=sale", "affise": "status=1", "binom": "cnv_status=approved", "redtrack": "type=Purchase"} {
+		p, _ := PresetByID(id)
+		tmpl, _ := ParseStyle(p.Template, p.MacroStyle())
+		r := &Rules{ValueMaps: p.ValueMaps}
+		v := r.Sample(sample)
+		v.EventType = "conversion.approved"
+		got, err := tmpl.RenderRules(v, r)
+		if err != nil || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, %v; want it to contain %q", id, got, err, want)
+		}
 	}
 }

@@ -48,11 +48,15 @@ type MissingFieldError struct {
 	Field string
 	// Found is "" when the payload has no such field, otherwise what it holds
 	// instead of a string, number or boolean: "null", "an object",
-	// "an array" or "invalid JSON".
+	// "an array" or "invalid JSON"; or "not a number" for a payout the
+	// endpoint's share cannot apply to.
 	Found string
 }
 
 func (e *MissingFieldError) Error() string {
+	if e.Found == "not a number" {
+		return fmt.Sprintf("payload field %q is not a number, so the endpoint's payout share cannot apply to it", e.Field)
+	}
 	if e.Found == "" {
 		return fmt.Sprintf("payload has no field %q required by the postback template", e.Field)
 	}
@@ -82,18 +86,83 @@ func PayloadFields(payload []byte) (map[string]json.RawMessage, error) {
 // path segment, a query parameter or a fragment, whatever the payload holds.
 //
 // A payload macro without a usable value returns a *MissingFieldError for the
-// first such macro. A built-in left at its zero value is a caller bug and
+// first such macro, unless that occurrence has a default and the field is
+// absent or null. A built-in left at its zero value is a caller bug and
 // returns a plain error.
-func (t *Template) Render(v Values) (string, error) {
-	for _, name := range t.macros {
-		if _, err := v.lookup(name); err != nil {
-			return "", err
-		}
+func (t *Template) Render(v Values) (string, error) { return t.RenderRules(v, nil) }
+
+// RenderRules is Render with an endpoint's rules applied to each value (see
+// Rules.apply): the payout share, then the value maps. An unmapped value
+// under "skip" or "fail" returns an *UnmappedError. r may be nil.
+func (t *Template) RenderRules(v Values, r *Rules) (string, error) {
+	vals, err := t.values(v, r, escape)
+	if err != nil {
+		return "", err
 	}
-	return t.render(func(name string) string {
-		value, _ := v.lookup(name)
-		return escape(value)
-	}), nil
+	var b strings.Builder
+	n := len(t.raw)
+	for _, s := range vals {
+		n += len(s)
+	}
+	b.Grow(n)
+	for i, p := range t.parts {
+		if p.macro == "" {
+			b.WriteString(p.literal)
+			continue
+		}
+		b.WriteString(vals[i])
+	}
+	return b.String(), nil
+}
+
+// values returns, for each part that is a macro, its value passed through
+// r and then enc (indexed like t.parts; literal parts are ""). The payload
+// is read once per distinct macro.
+func (t *Template) values(v Values, r *Rules, enc func(string) string) ([]string, error) {
+	type looked struct {
+		value string
+		err   error
+	}
+	var small [12]looked
+	seen := small[:0]
+	if len(t.macros) > len(small) {
+		seen = make([]looked, 0, len(t.macros))
+	}
+	for _, name := range t.macros {
+		value, err := v.lookup(name)
+		seen = append(seen, looked{value, err})
+	}
+	out := make([]string, len(t.parts))
+	for i, p := range t.parts {
+		if p.macro == "" {
+			continue
+		}
+		l := seen[p.idx]
+		value, fromDefault := l.value, false
+		if l.err != nil {
+			if !p.hasDef || !absent(l.err) {
+				return nil, l.err
+			}
+			value, fromDefault = p.def, true
+		}
+		if r != nil {
+			var err error
+			if value, err = r.apply(p.macro, value, fromDefault, v); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = enc(value)
+	}
+	return out, nil
+}
+
+// absent reports whether err is a payload field that is missing or null,
+// the cases a default stands in for. A field of the wrong type (an object
+// where a value belongs) still fails: that is a producer's bug a default
+// would hide.
+func absent(err error) bool {
+	var m *MissingFieldError
+	return errors.As(err, &m) && (m.Found == "" || m.Found == "null")
 }
 
 // Segment is one piece of a preview: either literal template text or one
@@ -110,21 +179,40 @@ type Segment struct {
 	Known bool
 	// Missing is true when Render would fail on this macro.
 	Missing bool
+	// Default is true when the macro's default stands in for the value.
+	Default bool
+	// Problem says why the endpoint's rules cannot send the value (a value
+	// its map lacks under skip or fail, a payout that is not a number).
+	Problem string
 }
 
 // Preview renders the template with whatever values exist and marks every
 // macro occurrence, so the endpoint form can highlight unknown and missing
 // macros as the user types. Unlike Render it never fails.
-func (t *Template) Preview(v Values) []Segment {
+func (t *Template) Preview(v Values) []Segment { return t.PreviewRules(v, nil) }
+
+// PreviewRules is Preview with an endpoint's rules applied, as
+// RenderRules applies them.
+func (t *Template) PreviewRules(v Values, r *Rules) []Segment {
 	segments := make([]Segment, 0, len(t.parts))
 	for _, p := range t.parts {
 		if p.macro == "" {
 			segments = append(segments, Segment{Text: p.literal})
 			continue
 		}
-		_, inPayload := v.Payload[p.macro]
-		seg := Segment{Macro: p.macro, Known: IsBuiltin(p.macro) || inPayload}
-		if value, err := v.lookup(p.macro); err != nil {
+		value, err := v.lookup(p.macro)
+		seg := Segment{Macro: p.macro, Known: IsBuiltin(p.macro) || v.has(p.macro)}
+		fromDefault := false
+		if err != nil && p.hasDef && absent(err) {
+			value, err, fromDefault = p.def, nil, true
+			seg.Default = true
+		}
+		if err == nil && r != nil {
+			if value, err = r.apply(p.macro, value, fromDefault, v); err != nil {
+				seg.Problem = err.Error()
+			}
+		}
+		if err != nil {
 			seg.Text, seg.Missing = p.raw(t.style), true
 		} else {
 			seg.Text = escape(value)
@@ -163,13 +251,78 @@ func (v Values) lookup(name string) (string, error) {
 
 	raw, ok := v.Payload[name]
 	if !ok {
-		return "", &MissingFieldError{Field: name}
+		// A top-level field named "user.country" wins over the path, as
+		// it did before paths existed, so no saved template changes meaning.
+		if raw, ok = path(v.Payload, name); !ok {
+			return "", &MissingFieldError{Field: name}
+		}
 	}
 	value, found := scalar(raw)
 	if found != "" {
 		return "", &MissingFieldError{Field: name, Found: found}
 	}
 	return value, nil
+}
+
+// Lookup returns the unencoded value a payload gives macro name, as Render
+// would send it before any rules apply, for callers checking a template
+// against real events.
+func (v Values) Lookup(name string) (string, error) { return v.lookup(name) }
+
+// has reports whether the payload holds field name (a top-level field or a
+// path), whatever its type.
+func (v Values) has(name string) bool {
+	if _, ok := v.Payload[name]; ok {
+		return true
+	}
+	_, ok := path(v.Payload, name)
+	return ok
+}
+
+// path walks a dotted name through nested objects ("user.country") and
+// arrays ("items.0.sku"). Only the names that contain a "." and are not
+// top-level fields get here, so a plain template never pays for it.
+func path(fields map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	first, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil, false
+	}
+	raw, ok := fields[first]
+	for ok && rest != "" {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, ".")
+		raw, ok = child(raw, seg)
+	}
+	return raw, ok
+}
+
+// child is the member seg of a JSON object, or the element at index seg of
+// an array.
+func child(raw json.RawMessage, seg string) (json.RawMessage, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return nil, false
+	}
+	switch t[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(t, &m) != nil {
+			return nil, false
+		}
+		v, ok := m[seg]
+		return v, ok
+	case '[':
+		i, err := strconv.Atoi(seg)
+		if err != nil || i < 0 {
+			return nil, false
+		}
+		var a []json.RawMessage
+		if json.Unmarshal(t, &a) != nil || i >= len(a) {
+			return nil, false
+		}
+		return a[i], true
+	}
+	return nil, false
 }
 
 // scalar returns the text a JSON scalar contributes to a URL: strings

@@ -27,6 +27,9 @@ import (
 // maxMacroName bounds macro names so a pasted blob cannot pass for one.
 const maxMacroName = 64
 
+// maxDefault bounds a macro's default value ({sub2|none}).
+const maxDefault = 128
+
 // sampleValue fills every macro during the lint's trial render. It holds the
 // characters that would restructure a URL if they were not encoded, so the
 // trial proves encoding keeps event data inside its component.
@@ -61,13 +64,21 @@ type Template struct {
 type part struct {
 	pos     int    // byte offset in the template
 	literal string // the text, when macro is ""
-	macro   string // macro name, without braces
+	macro   string // macro name (a field or a dotted path), without braces
+	idx     int    // index of macro in Template.macros
+	// def is the default after "|" ({sub2|} has an empty one), sent when
+	// the payload has no value; hasDef tells an empty default from none.
+	def    string
+	hasDef bool
 }
 
 // raw returns the part as written in a template of style s.
 func (p part) raw(s Style) string {
 	if p.macro == "" {
 		return p.literal
+	}
+	if p.hasDef {
+		return s.Token(p.macro + "|" + p.def)
 	}
 	return s.Token(p.macro)
 }
@@ -87,6 +98,11 @@ func Parse(tmpl string) (*Template, error) { return ParseStyle(tmpl, StyleBraces
 //     enclosing a macro name (a literal "#" is written %23, and a hash-style
 //     template has no fragment);
 //   - macro names match [A-Za-z_][A-Za-z0-9_.-]* and are at most 64 bytes;
+//     a dotted name is a path into nested objects ({user.country}) unless
+//     the payload has a top-level field of that very name;
+//   - a macro may carry a default after "|" ({sub2|}, {payout|0}): at most
+//     128 bytes without control characters, sent (encoded like any value)
+//     when the field is absent or null;
 //   - the literal text has no spaces or control characters, and every "%"
 //     starts a valid escape (%XX), since the text is sent exactly as written;
 //   - the scheme is http or https, followed by "//" and a non-empty host;
@@ -113,12 +129,18 @@ func ParseStyle(tmpl string, style Style) (*Template, error) {
 	}
 
 	t := &Template{raw: tmpl, style: style, parts: parts}
-	seen := make(map[string]bool)
-	for _, p := range parts {
-		if p.macro != "" && !seen[p.macro] {
-			seen[p.macro] = true
+	seen := make(map[string]int)
+	for i, p := range parts {
+		if p.macro == "" {
+			continue
+		}
+		idx, ok := seen[p.macro]
+		if !ok {
+			idx = len(t.macros)
+			seen[p.macro] = idx
 			t.macros = append(t.macros, p.macro)
 		}
+		parts[i].idx = idx
 	}
 
 	// Belt and braces: checkOrigin reasons about the template text, this
@@ -181,6 +203,18 @@ func (t *Template) render(value func(name string) string) string {
 	return b.String()
 }
 
+// Defaults returns each macro that has a default in some occurrence, with
+// the first such default.
+func (t *Template) Defaults() map[string]string {
+	out := map[string]string{}
+	for _, p := range t.parts {
+		if _, ok := out[p.macro]; p.hasDef && !ok {
+			out[p.macro] = p.def
+		}
+	}
+	return out
+}
+
 // tokenize splits tmpl into literal runs and macros, enforcing the
 // style's delimiter and macro-name rules.
 func tokenize(tmpl string, style Style) ([]part, error) {
@@ -209,12 +243,17 @@ func tokenize(tmpl string, style Style) ([]part, error) {
 			if end < 0 {
 				return nil, lintErrorf(i, `unclosed "%c" at position %d; write a literal "%c" as %s`, open, i, open, pctEscape(open))
 			}
-			name := tmpl[i+1 : end]
+			name, def, hasDef := strings.Cut(tmpl[i+1:end], "|")
 			if err := checkMacroName(name, i, style); err != nil {
 				return nil, err
 			}
+			if hasDef {
+				if err := checkDefault(name, def, i, style); err != nil {
+					return nil, err
+				}
+			}
 			flush(i)
-			parts = append(parts, part{pos: i, macro: name})
+			parts = append(parts, part{pos: i, macro: name, def: def, hasDef: hasDef})
 			litStart = end + 1
 			i = end
 		}
@@ -235,6 +274,21 @@ func checkMacroName(name string, pos int, style Style) error {
 	}
 	if !validMacroName(name) {
 		return lintErrorf(pos, `macro "%s" has an invalid name; names start with a letter or "_" and contain only letters, digits, "_", "." and "-"`, style.Token(name))
+	}
+	return nil
+}
+
+// checkDefault refuses a default that could not be sent as a value: the
+// text is encoded like a payload value, so only length and control
+// characters matter.
+func checkDefault(name, def string, pos int, style Style) error {
+	if len(def) > maxDefault {
+		return lintErrorf(pos, `macro "%s" at position %d has a default longer than %d characters`, style.Token(name+"|…"), pos, maxDefault)
+	}
+	for i := 0; i < len(def); i++ {
+		if c := def[i]; c < 0x20 || c == 0x7f {
+			return lintErrorf(pos, `macro "%s" at position %d has control character 0x%02X in its default`, style.Token(name+"|…"), pos, c)
+		}
 	}
 	return nil
 }

@@ -40,11 +40,19 @@ type Endpoint struct {
 	// braces.
 	MacroStyle postback.Style
 	// SignatureParam, when set on a postback, signs its URL: see Build.
-	SignatureParam      string
-	Method              string      // "" means GET
-	Header              http.Header // opened custom headers; never modified
-	TimeoutMs           int32
-	SuccessBodyContains string
+	SignatureParam string
+	// Rules are a postback's value maps and payout share; nil for none.
+	Rules *postback.Rules
+	// BodyTemplate and BodyFormat make a postback's body (a POST postback);
+	// Body is them parsed, for callers that cache it (Build parses them
+	// when it is nil). BodySignature "webhook" signs the body with
+	// Standard Webhooks headers.
+	BodyTemplate, BodyFormat, BodySignature string
+	Body                                    *postback.Body
+	Method                                  string      // "" means GET
+	Header                                  http.Header // opened custom headers; never modified
+	TimeoutMs                               int32
+	SuccessBodyContains                     string
 }
 
 // Event is the event being delivered, and which attempt this is.
@@ -67,6 +75,9 @@ type Request struct {
 	// parameters, for the redacted view.
 	signatureParam string
 	signedAt       int64
+	// body is a postback's body template: the redacted view shows it in
+	// place of the values.
+	body *postback.Body
 }
 
 // Build builds the request for ev's attempt at time now. keys are the
@@ -75,7 +86,11 @@ type Request struct {
 // postback is signed only when ep.SignatureParam is set: see SignPostback
 // for the scheme and for which key signs. A postback whose template does
 // not parse or whose payload lacks a macro's field is an error (a
-// *postback.MissingFieldError for the latter): nothing can be sent.
+// *postback.MissingFieldError for the latter, a *postback.UnmappedError
+// for a value ep.Rules may not send): nothing can be sent. A postback with
+// a body template (a POST postback) carries the body rendered with the same
+// values and rules, signed with Standard Webhooks headers when
+// ep.BodySignature is BodySignatureWebhook.
 func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error) {
 	r := Request{Request: sender.Request{
 		Method:              ep.Method,
@@ -108,13 +123,14 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 		if err != nil {
 			return Request{}, fmt.Errorf("payload: %w", err)
 		}
-		u, err := t.Render(postback.Values{
+		values := postback.Values{
 			EventID:   ev.ID,
 			EventType: ev.Type,
 			Timestamp: now,
 			Attempt:   ev.Attempt,
 			Payload:   fields,
-		})
+		}
+		u, err := t.RenderRules(values, ep.Rules)
 		if err != nil {
 			return Request{}, err
 		}
@@ -129,7 +145,24 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 			}
 			r.signatureParam, r.signedAt = ep.SignatureParam, now.Unix()
 		}
-		for _, m := range t.Macros() {
+		macros := t.Macros()
+		if r.body, err = postbackBody(ep); err != nil {
+			return Request{}, err
+		}
+		if r.body != nil {
+			if r.Body, err = r.body.Render(values, ep.Rules); err != nil {
+				return Request{}, err
+			}
+			r.Header.Set("Content-Type", r.body.ContentType())
+			if ep.BodySignature == BodySignatureWebhook {
+				if len(keys) == 0 {
+					return Request{}, errors.New("signed postback body: the endpoint has no active signing secret")
+				}
+				signing.Headers(r.Header, keys, ev.ID, now, r.Body)
+			}
+			macros = append(macros, r.body.Macros()...)
+		}
+		for _, m := range macros {
 			if raw, ok := fields[m]; ok {
 				if v := strings.Trim(string(raw), `"`); len(v) >= 3 {
 					r.Redact = append(r.Redact, v)
@@ -143,4 +176,23 @@ func Build(ep Endpoint, keys [][]byte, ev Event, now time.Time) (Request, error)
 		signing.Headers(r.Header, keys, ev.ID, now, ev.Payload)
 	}
 	return r, nil
+}
+
+// BodySignatureWebhook signs a postback's body as a webhook's.
+const BodySignatureWebhook = "webhook"
+
+// postbackBody is ep's body template parsed, nil for none.
+func postbackBody(ep Endpoint) (*postback.Body, error) {
+	if ep.Body != nil || ep.BodyTemplate == "" {
+		return ep.Body, nil
+	}
+	style := ep.MacroStyle
+	if style == "" {
+		style = postback.StyleBraces
+	}
+	b, err := postback.ParseBody(ep.BodyTemplate, ep.BodyFormat, style)
+	if err != nil {
+		return nil, fmt.Errorf("postback body template: %w", err)
+	}
+	return b, nil
 }

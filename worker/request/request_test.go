@@ -247,3 +247,35 @@ func TestOfficialVerifierAcceptsBuild(t *testing.T) {
 		t.Fatalf("official verifier rejected the built request: %s", res[0].Error)
 	}
 }
+
+// TestBuildPostbackBody: a POST postback carries its body rendered with
+// the rules, its content type, Standard Webhooks headers over the exact
+// body when asked, and the redacted view shows the template, not values.
+func TestBuildPostbackBody(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	ep := Endpoint{Kind: KindPostback, URL: "https://t.test/pb?cid={click_id}", Method: "POST",
+		BodyTemplate: `{"cid": "{click_id}", "s": "{status}"}`, BodyFormat: "json", BodySignature: BodySignatureWebhook,
+		Rules: &postback.Rules{ValueMaps: map[string]map[string]string{"status": {"approved": "sale"}}}}
+	now := time.Unix(1_760_000_000, 0)
+	r, err := Build(ep, [][]byte{key}, Event{ID: "e1", Type: "conversion", Payload: []byte(`{"click_id":"c 1","status":"approved"}`), Attempt: 1}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Body) != `{"cid": "c 1", "s": "sale"}` || r.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("body %s, content type %q", r.Body, r.Header.Get("Content-Type"))
+	}
+	if err := signing.Verify(key, r.Header, r.Body, now, time.Minute); err != nil {
+		t.Fatalf("body signature: %v", err)
+	}
+	red := r.Redacted("hookline/test")
+	if string(red.Body) != ep.BodyTemplate || strings.Contains(red.String(), "c 1") {
+		t.Fatalf("redacted view leaks values: %s", red.String())
+	}
+	if _, err := Build(ep, nil, Event{ID: "e1", Type: "t", Payload: []byte(`{"click_id":"c","status":"approved"}`), Attempt: 1}, now); err == nil {
+		t.Fatal("a signed body without keys built")
+	}
+	ep.BodyTemplate = `{"cid": {click_id`
+	if _, err := Build(ep, [][]byte{key}, Event{ID: "e1", Type: "t", Payload: []byte(`{"click_id":"c"}`), Attempt: 1}, now); err == nil || !strings.Contains(err.Error(), "body template") {
+		t.Fatalf("an invalid body template: %v", err)
+	}
+}

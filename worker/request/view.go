@@ -50,7 +50,11 @@ func (r Request) Redacted(userAgent string) View {
 			u += sep + TimestampParam + "=" + strconv.FormatInt(r.signedAt, 10) + "&" + r.signatureParam + "=***"
 		}
 	}
-	return r.view(userAgent, u, true)
+	v := r.view(userAgent, u, true)
+	if r.body != nil {
+		v.Body = []byte(r.body.Redacted())
+	}
+	return v
 }
 
 func (r Request) view(userAgent, url string, mask bool) View {
