@@ -39,6 +39,7 @@ func (r iteratorForAttemptInsert) Values() ([]interface{}, error) {
 		r.rows[0].ErrorClass,
 		r.rows[0].Error,
 		r.rows[0].ResponseExcerpt,
+		r.rows[0].ResponsePrivate,
 	}, nil
 }
 
@@ -49,5 +50,5 @@ func (r iteratorForAttemptInsert) Err() error {
 // Appends attempts with COPY, one batch per completion flush (or rescue), in
 // the transaction that records their deliveries' outcome; never updated.
 func (q *Queries) AttemptInsert(ctx context.Context, arg []AttemptInsertParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"delivery_attempts"}, []string{"delivery_id", "endpoint_id", "attempt_no", "started_at", "duration_ms", "outcome", "status_code", "error_class", "error", "response_excerpt"}, &iteratorForAttemptInsert{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"delivery_attempts"}, []string{"delivery_id", "endpoint_id", "attempt_no", "started_at", "duration_ms", "outcome", "status_code", "error_class", "error", "response_excerpt", "response_private"}, &iteratorForAttemptInsert{rows: arg})
 }

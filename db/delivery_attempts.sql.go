@@ -23,15 +23,17 @@ type AttemptInsertParams struct {
 	ErrorClass      *string
 	Error           *string
 	ResponseExcerpt *string
+	ResponsePrivate *bool
 }
 
 const attemptInsertRows = `-- name: AttemptInsertRows :exec
 INSERT INTO delivery_attempts (
     delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
-    status_code, error_class, error, response_excerpt
+    status_code, error_class, error, response_excerpt, response_private
 )
 SELECT a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome,
-       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, '')
+       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, ''),
+       a.response_private
 FROM (SELECT unnest($1::bigint[]) AS delivery_id,
              unnest($2::bigint[]) AS endpoint_id,
              unnest($3::int[]) AS attempt_no,
@@ -41,7 +43,8 @@ FROM (SELECT unnest($1::bigint[]) AS delivery_id,
              unnest($7::int[]) AS status_code,
              unnest($8::text[]) AS error_class,
              unnest($9::text[]) AS error,
-             unnest($10::text[]) AS response_excerpt) a
+             unnest($10::text[]) AS response_excerpt,
+             unnest($11::bool[]) AS response_private) a
 `
 
 type AttemptInsertRowsParams struct {
@@ -55,13 +58,15 @@ type AttemptInsertRowsParams struct {
 	ErrorClasses     []string
 	Errors           []string
 	ResponseExcerpts []string
+	ResponsePrivates []bool
 }
 
 // AttemptInsert's rows as parallel arrays in one INSERT, so that a
 // completion flush can send them in the batch that carries its COMMIT
 // (a COPY is a round trip of its own and cannot join a batch). A status
 // code of 0 and an empty error class, error or excerpt are stored as NULL,
-// as AttemptInsert's nil.
+// as AttemptInsert's nil. response_private: the connection went to an
+// address only an allow list opened (the portal hides such an excerpt).
 func (q *Queries) AttemptInsertRows(ctx context.Context, arg AttemptInsertRowsParams) error {
 	_, err := q.db.Exec(ctx, attemptInsertRows,
 		arg.DeliveryIds,
@@ -74,12 +79,13 @@ func (q *Queries) AttemptInsertRows(ctx context.Context, arg AttemptInsertRowsPa
 		arg.ErrorClasses,
 		arg.Errors,
 		arg.ResponseExcerpts,
+		arg.ResponsePrivates,
 	)
 	return err
 }
 
 const attemptListByEvent = `-- name: AttemptListByEvent :many
-SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt
+SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt, a.response_private
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 WHERE d.event_id = $1 AND a.started_at >= $2::timestamptz
@@ -117,6 +123,7 @@ func (q *Queries) AttemptListByEvent(ctx context.Context, arg AttemptListByEvent
 			&i.ErrorClass,
 			&i.Error,
 			&i.ResponseExcerpt,
+			&i.ResponsePrivate,
 		); err != nil {
 			return nil, err
 		}

@@ -54,6 +54,7 @@ type DeliveryAttempt struct {
 	ErrorClass      *string
 	Error           *string
 	ResponseExcerpt *string
+	ResponsePrivate *bool
 }
 
 type Endpoint struct {

@@ -13,7 +13,7 @@ import (
 )
 
 const portalAttemptListByEvent = `-- name: PortalAttemptListByEvent :many
-SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt
+SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt, a.response_private
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 JOIN endpoints e ON e.id = d.endpoint_id
@@ -50,6 +50,7 @@ func (q *Queries) PortalAttemptListByEvent(ctx context.Context, arg PortalAttemp
 			&i.ErrorClass,
 			&i.Error,
 			&i.ResponseExcerpt,
+			&i.ResponsePrivate,
 		); err != nil {
 			return nil, err
 		}

@@ -3,10 +3,10 @@
 -- the transaction that records their deliveries' outcome; never updated.
 INSERT INTO delivery_attempts (
     delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
-    status_code, error_class, error, response_excerpt
+    status_code, error_class, error, response_excerpt, response_private
 ) VALUES (
     @delivery_id, @endpoint_id, @attempt_no, @started_at, @duration_ms, @outcome,
-    @status_code, @error_class, @error, @response_excerpt
+    @status_code, @error_class, @error, @response_excerpt, @response_private
 );
 
 -- name: AttemptInsertRows :exec
@@ -14,13 +14,15 @@ INSERT INTO delivery_attempts (
 -- completion flush can send them in the batch that carries its COMMIT
 -- (a COPY is a round trip of its own and cannot join a batch). A status
 -- code of 0 and an empty error class, error or excerpt are stored as NULL,
--- as AttemptInsert's nil.
+-- as AttemptInsert's nil. response_private: the connection went to an
+-- address only an allow list opened (the portal hides such an excerpt).
 INSERT INTO delivery_attempts (
     delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
-    status_code, error_class, error, response_excerpt
+    status_code, error_class, error, response_excerpt, response_private
 )
 SELECT a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome,
-       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, '')
+       NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, ''),
+       a.response_private
 FROM (SELECT unnest(@delivery_ids::bigint[]) AS delivery_id,
              unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@attempt_nos::int[]) AS attempt_no,
@@ -30,7 +32,8 @@ FROM (SELECT unnest(@delivery_ids::bigint[]) AS delivery_id,
              unnest(@status_codes::int[]) AS status_code,
              unnest(@error_classes::text[]) AS error_class,
              unnest(@errors::text[]) AS error,
-             unnest(@response_excerpts::text[]) AS response_excerpt) a;
+             unnest(@response_excerpts::text[]) AS response_excerpt,
+             unnest(@response_privates::bool[]) AS response_private) a;
 
 -- name: AttemptListByEvent :many
 -- Attempts of every delivery of one event, oldest first. not_before is

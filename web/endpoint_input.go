@@ -88,8 +88,8 @@ type endpointInput struct {
 	DisableAfterHours    *int `json:"disable_after_hours"`
 	// Egress is the endpoint's proxy, CAs, client certificate and receiver
 	// credentials (api_endpoint_egress.go); nil leaves them as they are.
-	Egress *egressInput `json:"egress"`
-	rulesInput                // postbacks: value maps and payout share
+	Egress     *egressInput `json:"egress"`
+	rulesInput              // postbacks: value maps and payout share
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -119,8 +119,8 @@ type endpointConfig struct {
 	// URLSetBy is who set the URL (urlSetByPartner from the portal); ""
 	// is the operator.
 	URLSetBy string
-	Rules                []byte     // a postback's rules as stored; nil for none
-	Body                 bodyConfig // a POST postback's body
+	Rules    []byte     // a postback's rules as stored; nil for none
+	Body     bodyConfig // a POST postback's body
 }
 
 // fieldError is one validation problem, shown next to its field.

@@ -44,7 +44,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			Burst: cfg.Burst, MaxInFlight: cfg.MaxInFlight, FailureThreshold: cfg.FailureThreshold,
 			SuccessBodyContains: cfg.SuccessBodyContains, Enabled: cfg.Enabled, Filter: cfg.Filter,
 			MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: cfg.SignatureParam, Preset: cfg.Preset,
-			URLSetBy: emptyNil(cfg.URLSetBy),
+			URLSetBy:      emptyNil(cfg.URLSetBy),
 			PostbackRules: cfg.Rules,
 			BodyTemplate:  cfg.Body.Template, BodyFormat: cfg.Body.Format, BodySignature: cfg.Body.Signature,
 		})
@@ -168,7 +168,7 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 		FailureThreshold: cfg.FailureThreshold, SuccessBodyContains: cfg.SuccessBodyContains,
 		Enabled: cfg.Enabled, DisabledReason: reason, Filter: cfg.Filter,
 		MacroStyle: ptrTo(string(cfg.MacroStyle)), SignatureParam: ptrTo(cfg.SignatureParam), Preset: ptrTo(cfg.Preset),
-		URLSetBy: urlSetBy(cur, cfg.URL, cfg.URLSetBy),
+		URLSetBy:      urlSetBy(cur, cfg.URL, cfg.URLSetBy),
 		PostbackRules: cfg.Rules,
 		BodyTemplate:  cfg.Body.Template, BodyFormat: cfg.Body.Format, BodySignature: cfg.Body.Signature,
 	})

@@ -32,6 +32,11 @@ func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.Delivery
 		if a.StatusCode != nil {
 			at.StatusCode = int(*a.StatusCode)
 		}
+		if a.ResponsePrivate != nil && *a.ResponsePrivate && isPortal(c) {
+			// What a private address answered is the operator's network
+			// talking: the portal never shows it.
+			at.Excerpt = ""
+		}
 		if at.Class == classSkipped && at.Outcome == "ok" {
 			at.Outcome = "skipped" // nothing was sent; the error says why
 		}

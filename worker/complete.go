@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/notify"
 	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // completer collects outcomes into batches of up to FlushSize, closed
@@ -402,6 +403,9 @@ func attemptRows(batch []outcome, applied map[int64]bool) db.AttemptInsertRowsPa
 		a.ErrorClasses = append(a.ErrorClasses, r.ErrorClass)
 		a.Errors = append(a.Errors, r.Error)
 		a.ResponseExcerpts = append(a.ResponseExcerpts, r.Excerpt)
+		// An address only an allow list opened: the portal hides what
+		// it answered.
+		a.ResponsePrivates = append(a.ResponsePrivates, r.RemoteClass != ssrf.ClassNone && r.RemoteClass != ssrf.ClassPublic)
 	}
 	return a
 }
