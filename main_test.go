@@ -215,8 +215,10 @@ func TestPoolConfig(t *testing.T) {
 	if cfg.MaxConns != defaultPoolConns {
 		t.Errorf("max conns %d, want the default %d", cfg.MaxConns, defaultPoolConns)
 	}
-	if p := cfg.ConnConfig.RuntimeParams; p["application_name"] != "hookline" || p["jit"] != "off" {
-		t.Errorf("runtime params %v", p)
+	// jit is set once connected (db.ConfigurePool), not as a startup
+	// parameter, which a pooler such as PgBouncer refuses.
+	if p := cfg.ConnConfig.RuntimeParams; p["application_name"] != "hookline" || p["jit"] != "" || cfg.ConnConfig.AfterConnect == nil {
+		t.Errorf("runtime params %v, after connect set: %v", p, cfg.ConnConfig.AfterConnect != nil)
 	}
 
 	// The URL's own pool size and session settings win.
