@@ -421,20 +421,24 @@ func writeCommandLine(b *strings.Builder, left, summary string) {
 
 // config is everything hookline reads from the environment, validated.
 type config struct {
-	DatabaseURL   string
-	Addr          string
-	DataDir       string
-	SecretKey     []byte // nil: generated into DataDir (embedded database only)
-	SessionKey    []byte // nil: generated into DataDir
-	AllowNetworks []netip.Prefix
-	MaxBodyBytes  int64
-	LogLevel      slog.Level
-	LogFormat     string // text | json
-	TrustProxy    bool
-	ShutdownGrace time.Duration
-	Concurrency   int
-	Retention     worker.Retention
-	SearchKeys    []string // payload fields the event log is searched by
+	DatabaseURL string
+	// DirectDatabaseURL is a connection that keeps its session, for
+	// LISTEN, advisory locks and migrations when DatabaseURL goes through
+	// a transaction pooler (database.go); "" = DatabaseURL serves all.
+	DirectDatabaseURL string
+	Addr              string
+	DataDir           string
+	SecretKey         []byte // nil: generated into DataDir (embedded database only)
+	SessionKey        []byte // nil: generated into DataDir
+	AllowNetworks     []netip.Prefix
+	MaxBodyBytes      int64
+	LogLevel          slog.Level
+	LogFormat         string // text | json
+	TrustProxy        bool
+	ShutdownGrace     time.Duration
+	Concurrency       int
+	Retention         worker.Retention
+	SearchKeys        []string // payload fields the event log is searched by
 	// Partner portal: how long a sign-in link works and the product name
 	// its pages show. PublicURL is the address hookline is reached at, the
 	// start of portal links and of the dashboard links in operator
@@ -587,6 +591,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
 	}
+	var directErrs []error
+	c.DirectDatabaseURL, directErrs = loadDirectURL(getenv, c.DatabaseURL)
+	errs = append(errs, directErrs...)
 	oidc, oidcErrs := loadOIDC(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
@@ -708,23 +715,31 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// databases are the pools a process opens: pool for every statement,
+// session for what needs a session of its own (the same pool unless
+// DATABASE_URL is pooled per transaction: see database.go).
+type databases struct {
+	pool, session *pgxpool.Pool
+	box           *secretbox.Box
+}
+
 // openDatabase connects to DATABASE_URL, or starts (or attaches to) the
 // embedded cluster, and applies migrations. The returned close function
-// closes the pool and stops a cluster this process started.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, *secretbox.Box, func(), error) {
+// closes the pools and stops a cluster this process started.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*databases, func(), error) {
 	if err := resolveKeys(&cfg); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	box, err := secretbox.New(cfg.SecretKey, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	dsn := cfg.DatabaseURL
 	stopCluster := func() {}
 	if cfg.embedded() {
 		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, Logger: log})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		dsn = cluster.URL()
 		stopCluster = func() {
@@ -740,26 +755,46 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 	poolCfg, err := poolConfig(dsn)
 	if err != nil {
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("database url: %w", err)
+		return nil, nil, fmt.Errorf("database url: %w", err)
+	}
+	var directCfg *pgxpool.Config
+	if !cfg.embedded() {
+		if directCfg, err = separateSessions(ctx, cfg.DirectDatabaseURL, poolCfg, log); err != nil {
+			return nil, nil, err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	if err := migrations.Up(ctx, pool, migrations.WithSecretBox(box)); err != nil {
+	session := pool
+	if directCfg != nil {
+		if session, err = pgxpool.NewWithConfig(ctx, directCfg); err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("connect to HOOKLINE_DIRECT_DATABASE_URL: %w", err)
+		}
+	}
+	closePools := func() {
+		if session != pool {
+			session.Close()
+		}
 		pool.Close()
-		stopCluster()
-		return nil, nil, nil, err
 	}
-	return pool, box, func() { pool.Close(); stopCluster() }, nil
+	// The migrations hold a session lock throughout.
+	if err := migrations.Up(ctx, session, migrations.WithSecretBox(box)); err != nil {
+		closePools()
+		stopCluster()
+		return nil, nil, err
+	}
+	return &databases{pool: pool, session: session, box: box}, func() { closePools(); stopCluster() }, nil
 }
 
 // defaultPoolConns is the most connections a process's pool opens when
@@ -794,12 +829,12 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 }
 
 func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(context.Context, *pgxpool.Pool) error) error {
-	pool, _, closeDB, err := openDatabase(ctx, cfg, log)
+	d, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	return fn(ctx, pool)
+	return fn(ctx, d.pool)
 }
 
 // listen opens the web server's socket. It comes first in serve and demo:
@@ -872,12 +907,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 // app holds what the web server and the worker of one process share: the
 // pool, the SSRF guard and the metrics registry.
 type app struct {
-	cfg   config
-	log   *slog.Logger
-	pool  *pgxpool.Pool
-	box   *secretbox.Box // the one box: the web server and the worker share it
-	guard *ssrf.Guard
-	reg   *prometheus.Registry
+	cfg  config
+	log  *slog.Logger
+	pool *pgxpool.Pool
+	// session is the pool whose connections keep their session (pool
+	// itself unless DATABASE_URL is pooled per transaction).
+	session *pgxpool.Pool
+	box     *secretbox.Box // the one box: the web server and the worker share it
+	guard   *ssrf.Guard
+	reg     *prometheus.Registry
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
@@ -887,18 +925,19 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	if err := resolveKeys(&cfg); err != nil {
 		return nil, nil, err
 	}
-	pool, box, closeDB, err := openDatabase(ctx, cfg, log)
+	d, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &app{cfg: cfg, log: log, pool: pool, box: box, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
+	return &app{cfg: cfg, log: log, pool: d.pool, session: d.session, box: d.box, guard: ssrf.New(cfg.AllowNetworks), reg: reg}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
 	return worker.New(worker.Config{
 		Pool:          a.pool,
+		SessionPool:   a.session,
 		Box:           a.box,
 		Guard:         a.guard,
 		UserAgent:     "hookline/" + version,

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db/dbtest"
 )
@@ -54,5 +58,72 @@ func TestServeBehindPgBouncerSession(t *testing.T) {
 	deliversThrough(t, env, p, 20)
 	if !strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256") {
 		t.Error("the worker does not own every shard behind the bouncer")
+	}
+}
+
+// TestServeBehindPgBouncerTransaction: behind PgBouncer in transaction
+// mode, hookline refuses to start with a message that names the setting it
+// needs; given HOOKLINE_DIRECT_DATABASE_URL, its LISTEN, advisory locks and
+// migrations go there, the rest through the bouncer, and events are
+// delivered.
+func TestServeBehindPgBouncerTransaction(t *testing.T) {
+	b := dbtest.PgBouncer(t, "transaction")
+	direct := dbtest.URL(t)
+	env := serveEnv(t, b.URL(t, direct))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL") || !strings.Contains(err.Error(), "pool_mode = transaction") {
+		t.Fatalf("serve behind a transaction pooler without a direct URL: %v; want a refusal naming HOOKLINE_DIRECT_DATABASE_URL", err)
+	}
+
+	env["HOOKLINE_DIRECT_DATABASE_URL"] = direct
+	p := start(t, env, "serve")
+	deliversThrough(t, env, p, 50)
+	if !strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256") {
+		t.Error("the worker does not own every shard")
+	}
+	// The sessions that must keep theirs are on the direct connection:
+	// the worker's LISTEN and its liveness lock.
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var listening, locks int
+	if err := conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN hookline_deliveries'),
+		(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&listening, &locks); err != nil {
+		t.Fatal(err)
+	}
+	if listening != 1 || locks < 257 {
+		t.Fatalf("%d sessions listening, %d advisory locks; want 1 and the liveness lock with 256 shard locks", listening, locks)
+	}
+
+	// The direct URL must keep its session too.
+	p.stop()
+	env["HOOKLINE_DIRECT_DATABASE_URL"] = env["DATABASE_URL"]
+	err = run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL goes through a connection pooler") {
+		t.Fatalf("a direct URL pooled per transaction: %v", err)
+	}
+}
+
+// TestDirectDatabaseURLConfig: HOOKLINE_DIRECT_DATABASE_URL goes with a
+// DATABASE_URL, and must parse.
+func TestDirectDatabaseURLConfig(t *testing.T) {
+	env := map[string]string{"HOOKLINE_DIRECT_DATABASE_URL": "postgres://u@db.invalid/h"}
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL: set only with DATABASE_URL") {
+		t.Fatalf("without DATABASE_URL: %v", err)
+	}
+	env["DATABASE_URL"] = "postgres://u@pooler.invalid:6432/h"
+	env["HOOKLINE_SECRET_KEY"] = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil || cfg.DirectDatabaseURL != "postgres://u@db.invalid/h" {
+		t.Fatalf("with DATABASE_URL: %v, %q", err, cfg.DirectDatabaseURL)
+	}
+	env["HOOKLINE_DIRECT_DATABASE_URL"] = "postgres://u@db.invalid/h?pool_max_conns=many"
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL: cannot be parsed") {
+		t.Fatalf("an unparsable direct URL: %v", err)
 	}
 }
