@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,24 +58,6 @@ func ownerDatabase(t *testing.T) string {
 	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable", cfg.Host, cfg.Port, name, password, name)
 }
 
-// syncBuffer is a log destination several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNonSuperuserOwner: a role that only owns its database migrates it
 // (hookline migrate), serves and delivers, and the worker keeps its
 // partitions (made ahead, dropped past their retention): nothing hookline
@@ -103,7 +84,7 @@ func TestNonSuperuserOwner(t *testing.T) {
 	// deliveries' and events' partitions of today are past their
 	// retention, and the coming days' are made.
 	later := time.Now().Add(21 * 24 * time.Hour)
-	var logs syncBuffer
+	var logs lockedBuffer
 	w, err := worker.New(worker.Config{
 		Pool:      pool,
 		SecretKey: bytes.Repeat([]byte{7}, 32),
@@ -116,9 +97,9 @@ func TestNonSuperuserOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := w.RetainNow(ctx); err != nil {
-		t.Fatalf("retention pass as the owner: %v\n%s", err, logs.String())
+		t.Fatalf("retention pass as the owner: %v\n%s", err, logs.tail(1<<20))
 	}
-	if s := logs.String(); strings.Contains(s, "level=WARN") || strings.Contains(s, "level=ERROR") || !strings.Contains(s, "retention dropped a partition") {
+	if s := logs.tail(1 << 20); strings.Contains(s, "level=WARN") || strings.Contains(s, "level=ERROR") || !strings.Contains(s, "retention dropped a partition") {
 		t.Fatalf("retention pass as the owner:\n%s", s)
 	}
 	var ahead int
