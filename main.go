@@ -804,6 +804,10 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*databases
 // LISTEN).
 const defaultPoolConns = 24
 
+// defaultConnectTimeout bounds a connection attempt to one host when
+// DATABASE_URL sets no connect_timeout (poolConfig).
+const defaultConnectTimeout = 5 * time.Second
+
 // poolConfig is the pool for dsn: at most defaultPoolConns connections
 // unless the URL sets pool_max_conns (pgx reads it, and its other pool_
 // settings, from the URL), hookline's session settings and its
@@ -824,6 +828,14 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 		cfg.MaxConns = defaultPoolConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	// A server that is gone without a word (a machine powered off, a
+	// network partition) drops packets rather than refusing: without a
+	// bound each new connection waits out the kernel's SYN retries, about
+	// two minutes, before trying the next host of a multi-host URL. pgconn
+	// bounds each host's attempt by connect_timeout; 0 (unset) is forever.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
 	db.ConfigurePool(cfg)
 	return cfg, nil
 }

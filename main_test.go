@@ -221,6 +221,13 @@ func TestPoolConfig(t *testing.T) {
 		t.Errorf("runtime params %v, after connect set: %v", p, cfg.ConnConfig.AfterConnect != nil)
 	}
 
+	if cfg.ConnConfig.ConnectTimeout != defaultConnectTimeout {
+		t.Errorf("connect timeout %s, want the default %s", cfg.ConnConfig.ConnectTimeout, defaultConnectTimeout)
+	}
+	if cfg, err := poolConfig("postgres://u@db.invalid/h?connect_timeout=2"); err != nil || cfg.ConnConfig.ConnectTimeout != 2*time.Second {
+		t.Errorf("the URL's connect_timeout: %v", err)
+	}
+
 	// The URL's own pool size and session settings win.
 	cfg, err = poolConfig("postgres://u@db.invalid/h?pool_max_conns=7&jit=on")
 	if err != nil {
