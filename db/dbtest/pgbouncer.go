@@ -44,9 +44,9 @@ func (b *Bouncer) URL(t testing.TB, dsn string) string {
 // PgBouncer starts PgBouncer (Debian's package pgbouncer) in pool mode mode
 // in front of the test server, with an ini of its own in a temporary
 // directory, listening on a loopback port; it logs in to the server as the
-// test server's superuser and knows users (any database) as clients. In CI
+// test server's superuser and knows that user (any database) as a client. In CI
 // (CI=true) a missing pgbouncer is a test failure, never a skip.
-func PgBouncer(t testing.TB, mode string, users ...string) *Bouncer {
+func PgBouncer(t testing.TB, mode string) *Bouncer {
 	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
@@ -84,14 +84,11 @@ func PgBouncer(t testing.TB, mode string, users ...string) *Bouncer {
 			t.Fatal(err)
 		}
 	}
-	// Clients log in as themselves (trust: anyone named in auth_file), and
-	// the server is logged in to under the client's name, with the
-	// password auth_file gives it.
+	// Clients log in as the superuser (trust: the user named in
+	// auth_file), and PgBouncer logs in to the server under that name,
+	// with the password auth_file gives it.
 	server := fmt.Sprintf("host=%s port=%d", admin.Host, admin.Port)
 	auth := fmt.Sprintf("%q %q\n", admin.User, admin.Password)
-	for _, u := range users {
-		auth += fmt.Sprintf("%q %q\n", u, "")
-	}
 	for try := 0; ; try++ {
 		port := 20000 + rand.IntN(12000) // loopback, below the ephemeral range
 		ini := fmt.Sprintf(`[databases]
