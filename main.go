@@ -421,24 +421,20 @@ func writeCommandLine(b *strings.Builder, left, summary string) {
 
 // config is everything hookline reads from the environment, validated.
 type config struct {
-	DatabaseURL string
-	// DirectDatabaseURL is a connection that keeps its session, for
-	// LISTEN, advisory locks and migrations when DatabaseURL goes through
-	// a transaction pooler (database.go); "" = DatabaseURL serves all.
-	DirectDatabaseURL string
-	Addr              string
-	DataDir           string
-	SecretKey         []byte // nil: generated into DataDir (embedded database only)
-	SessionKey        []byte // nil: generated into DataDir
-	AllowNetworks     []netip.Prefix
-	MaxBodyBytes      int64
-	LogLevel          slog.Level
-	LogFormat         string // text | json
-	TrustProxy        bool
-	ShutdownGrace     time.Duration
-	Concurrency       int
-	Retention         worker.Retention
-	SearchKeys        []string // payload fields the event log is searched by
+	DatabaseURL   string
+	Addr          string
+	DataDir       string
+	SecretKey     []byte // nil: generated into DataDir (embedded database only)
+	SessionKey    []byte // nil: generated into DataDir
+	AllowNetworks []netip.Prefix
+	MaxBodyBytes  int64
+	LogLevel      slog.Level
+	LogFormat     string // text | json
+	TrustProxy    bool
+	ShutdownGrace time.Duration
+	Concurrency   int
+	Retention     worker.Retention
+	SearchKeys    []string // payload fields the event log is searched by
 	// Partner portal: how long a sign-in link works and the product name
 	// its pages show. PublicURL is the address hookline is reached at, the
 	// start of portal links and of the dashboard links in operator
@@ -456,6 +452,10 @@ type config struct {
 	// OIDC is single sign-on for the dashboard (nil: off); see
 	// config_oidc.go.
 	OIDC *sso.Config
+	// DirectDatabaseURL is a connection that keeps its session, for
+	// LISTEN, advisory locks and migrations when DatabaseURL goes through
+	// a transaction pooler (database.go); "" = DatabaseURL serves all.
+	DirectDatabaseURL string
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -919,15 +919,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 // app holds what the web server and the worker of one process share: the
 // pool, the SSRF guard and the metrics registry.
 type app struct {
-	cfg  config
-	log  *slog.Logger
-	pool *pgxpool.Pool
+	cfg   config
+	log   *slog.Logger
+	pool  *pgxpool.Pool
+	box   *secretbox.Box // the one box: the web server and the worker share it
+	guard *ssrf.Guard
+	reg   *prometheus.Registry
 	// session is the pool whose connections keep their session (pool
 	// itself unless DATABASE_URL is pooled per transaction).
 	session *pgxpool.Pool
-	box     *secretbox.Box // the one box: the web server and the worker share it
-	guard   *ssrf.Guard
-	reg     *prometheus.Registry
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
