@@ -274,6 +274,25 @@ func noFlags(fn runFunc) func(*flag.FlagSet, stdio) func() (runFunc, error) {
 	}
 }
 
+// monitoringFlags is a monitoring command: it prints what generate makes
+// from the metric definitions (worker/monitoring) and reads nothing else,
+// so it runs without a configuration or a database, e.g. in the build that
+// deploys the rules.
+func monitoringFlags(generate func() ([]byte, error)) func(*flag.FlagSet, stdio) func() (runFunc, error) {
+	return func(_ *flag.FlagSet, std stdio) func() (runFunc, error) {
+		return func() (runFunc, error) {
+			return func(context.Context, config, *slog.Logger) error {
+				b, err := generate()
+				if err != nil {
+					return err
+				}
+				_, err = std.out.Write(b)
+				return err
+			}, nil
+		}
+	}
+}
+
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
@@ -467,6 +486,10 @@ type config struct {
 	// Require2FA: the roles that must sign in to the dashboard with a
 	// second factor: "" none, admin, operator (and admins) or all.
 	Require2FA string
+	// DirectDatabaseURL is a connection that keeps its session, for
+	// LISTEN, advisory locks and migrations when DatabaseURL goes through
+	// a transaction pooler (db/direct.go); "" = DatabaseURL serves all.
+	DirectDatabaseURL string
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -616,6 +639,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if n := utf8.RuneCountInString(c.PortalTitle); n > 100 {
 		errs = append(errs, fmt.Errorf("HOOKLINE_PORTAL_TITLE: want at most 100 characters (got %d)", n))
 	}
+	var directErrs []error
+	c.DirectDatabaseURL, directErrs = db.DirectURLFromEnv(getenv, c.DatabaseURL)
+	errs = append(errs, directErrs...)
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
@@ -737,23 +763,31 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// databases are the pools a process opens: pool for every statement,
+// session for what needs a session of its own (the same pool unless
+// DATABASE_URL is pooled per transaction: see database.go).
+type databases struct {
+	pool, session *pgxpool.Pool
+	box           *secretbox.Box
+}
+
 // openDatabase connects to DATABASE_URL, or starts (or attaches to) the
 // embedded cluster, and applies migrations. The returned close function
-// closes the pool and stops a cluster this process started.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, *secretbox.Box, func(), error) {
+// closes the pools and stops a cluster this process started.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*databases, func(), error) {
 	if err := resolveKeys(&cfg); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	box, err := secretbox.New(cfg.SecretKey, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	dsn := cfg.DatabaseURL
 	stopCluster := func() {}
 	if cfg.embedded() {
 		cluster, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, Logger: log})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		dsn = cluster.URL()
 		stopCluster = func() {
@@ -769,26 +803,46 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 	poolCfg, err := poolConfig(dsn)
 	if err != nil {
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("database url: %w", err)
+		return nil, nil, fmt.Errorf("database url: %w", err)
+	}
+	var directCfg *pgxpool.Config
+	if !cfg.embedded() {
+		if directCfg, err = db.SeparateSessions(ctx, cfg.DirectDatabaseURL, poolCfg, log, poolConfig); err != nil {
+			return nil, nil, err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
 		stopCluster()
-		return nil, nil, nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	if err := migrations.Up(ctx, pool, migrations.WithSecretBox(box)); err != nil {
+	session := pool
+	if directCfg != nil {
+		if session, err = pgxpool.NewWithConfig(ctx, directCfg); err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("connect to HOOKLINE_DIRECT_DATABASE_URL: %w", err)
+		}
+	}
+	closePools := func() {
+		if session != pool {
+			session.Close()
+		}
 		pool.Close()
-		stopCluster()
-		return nil, nil, nil, err
 	}
-	return pool, box, func() { pool.Close(); stopCluster() }, nil
+	// The migrations hold a session lock throughout.
+	if err := migrations.Up(ctx, session, migrations.WithSecretBox(box)); err != nil {
+		closePools()
+		stopCluster()
+		return nil, nil, err
+	}
+	return &databases{pool: pool, session: session, box: box}, func() { closePools(); stopCluster() }, nil
 }
 
 // defaultPoolConns is the most connections a process's pool opens when
@@ -797,6 +851,10 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 // of its own (its ownership session, which runs the claims, and its
 // LISTEN).
 const defaultPoolConns = 24
+
+// defaultConnectTimeout bounds a connection attempt to one host when
+// DATABASE_URL sets no connect_timeout (poolConfig).
+const defaultConnectTimeout = 5 * time.Second
 
 // poolConfig is the pool for dsn: at most defaultPoolConns connections
 // unless the URL sets pool_max_conns (pgx reads it, and its other pool_
@@ -818,17 +876,25 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 		cfg.MaxConns = defaultPoolConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	// A server that is gone without a word (a machine powered off, a
+	// network partition) drops packets rather than refusing: without a
+	// bound each new connection waits out the kernel's SYN retries, about
+	// two minutes, before trying the next host of a multi-host URL. pgconn
+	// bounds each host's attempt by connect_timeout; 0 (unset) is forever.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
 	db.ConfigurePool(cfg)
 	return cfg, nil
 }
 
 func withDatabase(ctx context.Context, cfg config, log *slog.Logger, fn func(context.Context, *pgxpool.Pool) error) error {
-	pool, _, closeDB, err := openDatabase(ctx, cfg, log)
+	d, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	return fn(ctx, pool)
+	return fn(ctx, d.pool)
 }
 
 // listen opens the web server's socket. It comes first in serve and demo:
@@ -909,6 +975,9 @@ type app struct {
 	// partnerGuard judges URLs partners set (HOOKLINE_PARTNER_ALLOW_NETWORKS).
 	partnerGuard *ssrf.Guard
 	reg          *prometheus.Registry
+	// session is the pool whose connections keep their session (pool
+	// itself unless DATABASE_URL is pooled per transaction).
+	session *pgxpool.Pool
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
@@ -918,19 +987,20 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	if err := resolveKeys(&cfg); err != nil {
 		return nil, nil, err
 	}
-	pool, box, closeDB, err := openDatabase(ctx, cfg, log)
+	d, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &app{cfg: cfg, log: log, pool: pool, box: box, guard: ssrf.New(cfg.AllowNetworks),
+	return &app{cfg: cfg, log: log, pool: d.pool, session: d.session, box: d.box, guard: ssrf.New(cfg.AllowNetworks),
 		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
 	return worker.New(worker.Config{
 		Pool:          a.pool,
+		SessionPool:   a.session,
 		Box:           a.box,
 		Guard:         a.guard,
 		PartnerGuard:  a.partnerGuard,

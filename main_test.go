@@ -250,8 +250,17 @@ func TestPoolConfig(t *testing.T) {
 	if cfg.MaxConns != defaultPoolConns {
 		t.Errorf("max conns %d, want the default %d", cfg.MaxConns, defaultPoolConns)
 	}
-	if p := cfg.ConnConfig.RuntimeParams; p["application_name"] != "hookline" || p["jit"] != "off" {
-		t.Errorf("runtime params %v", p)
+	// jit is set once connected (db.ConfigurePool), not as a startup
+	// parameter, which a pooler such as PgBouncer refuses.
+	if p := cfg.ConnConfig.RuntimeParams; p["application_name"] != "hookline" || p["jit"] != "" || cfg.ConnConfig.AfterConnect == nil {
+		t.Errorf("runtime params %v, after connect set: %v", p, cfg.ConnConfig.AfterConnect != nil)
+	}
+
+	if cfg.ConnConfig.ConnectTimeout != defaultConnectTimeout {
+		t.Errorf("connect timeout %s, want the default %s", cfg.ConnConfig.ConnectTimeout, defaultConnectTimeout)
+	}
+	if cfg, err := poolConfig("postgres://u@db.invalid/h?connect_timeout=2"); err != nil || cfg.ConnConfig.ConnectTimeout != 2*time.Second {
+		t.Errorf("the URL's connect_timeout: %v", err)
 	}
 
 	// The URL's own pool size and session settings win.

@@ -35,3 +35,20 @@ func TestConfigurePool(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigureSessionSQL: the settings the URL does not set become one
+// simple query.
+func TestConfigureSessionSQL(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://u@db.invalid/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(cfg)
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; set || cfg.ConnConfig.AfterConnect == nil {
+		t.Fatalf("jit as a startup parameter (%v) or no SET once connected", cfg.ConnConfig.RuntimeParams)
+	}
+	// The config's copies, which the worker's own sessions use, keep it.
+	if cfg.ConnConfig.Copy().AfterConnect == nil {
+		t.Fatal("a copy of the config lost the SET")
+	}
+}

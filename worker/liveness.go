@@ -64,7 +64,7 @@ func (w *Worker) holdLiveness(ctx context.Context, ready chan<- struct{}) {
 }
 
 func (w *Worker) holdLivenessOnce(ctx context.Context, held func()) error {
-	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, w.session.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}

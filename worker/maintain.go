@@ -50,7 +50,7 @@ func (w *Worker) listen(ctx context.Context) {
 }
 
 func (w *Worker) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, w.session.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ const (
 func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err error) {
 	w.retainMu.Lock()
 	defer w.retainMu.Unlock()
-	conn, err := w.pool.Acquire(ctx)
+	conn, err := w.session.Acquire(ctx) // its lock is a session lock
 	if err != nil {
 		return retainCaughtUp, fmt.Errorf("retention: %w", err)
 	}

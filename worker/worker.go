@@ -14,6 +14,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -40,6 +41,12 @@ import (
 // Config wires a Worker. Pool, Guard, and Box or SecretKey are required.
 type Config struct {
 	Pool *pgxpool.Pool
+	// SessionPool is where the worker's sessions are opened (its liveness
+	// and ownership session, which runs the claims, and its LISTEN) and
+	// its retention pass holds its session lock: connections that keep
+	// their server session. Pool when nil; set apart when Pool goes
+	// through a pooler that shares sessions per transaction.
+	SessionPool *pgxpool.Pool
 	// Box opens endpoint signing secrets and custom headers. A process
 	// builds it once and gives the same one to the web server and the
 	// worker; when nil it is built from SecretKey.
@@ -135,6 +142,7 @@ func DefaultRetention() Retention {
 type Worker struct {
 	cfg     Config
 	pool    *pgxpool.Pool
+	session *pgxpool.Pool // Config.SessionPool
 	q       *db.Queries
 	send    *sender.Sender
 	ownSend bool
@@ -259,6 +267,7 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{
 		cfg:      cfg,
 		pool:     cfg.Pool,
+		session:  cmp.Or(cfg.SessionPool, cfg.Pool),
 		q:        db.New(cfg.Pool),
 		send:     cfg.Sender,
 		box:      box,

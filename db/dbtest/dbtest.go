@@ -71,6 +71,18 @@ func unavailable(t testing.TB, err error) {
 	t.Skipf("no database (%v); run make test or set TEST_DATABASE_URL", err)
 }
 
+// AdminURL is the connection string of the test server's superuser, for
+// tests that set up what a database cannot: roles, databases of their own,
+// a connection pooler in front of the server.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	admin, err := server()
+	if err != nil {
+		unavailable(t, err)
+	}
+	return admin
+}
+
 // URL creates a fresh, migrated database for this test and returns its
 // connection string. The database is dropped at the end of the test.
 func URL(t testing.TB) string {
