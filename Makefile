@@ -54,6 +54,12 @@ skipped:
 		missing+=("database tests: no PostgreSQL server (apt-get install postgresql) and no TEST_DATABASE_URL"); fi; \
 	if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ ! -x /usr/bin/chromium ]; then \
 		missing+=("browser tests: no Chromium (apt-get install chromium)"); fi; \
+	if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ]; then \
+		missing+=("PgBouncer tests: no pgbouncer (apt-get install pgbouncer)"); fi; \
+	if ! command -v tinyproxy >/dev/null && [ ! -x /usr/bin/tinyproxy ]; then \
+		missing+=("egress proxy tests: no tinyproxy (apt-get install tinyproxy)"); fi; \
+	if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+		missing+=("alert rule tests: no promtool or prometheus (apt-get install prometheus)"); fi; \
 	if ! command -v node >/dev/null || [ ! -d $(VERIFY_DIR)/node_modules ]; then \
 		missing+=("official Standard Webhooks verifier tests: no Node.js or no npm packages (npm ci --prefix $(VERIFY_DIR))"); fi; \
 	if (($${#missing[@]})); then \
