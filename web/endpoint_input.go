@@ -34,8 +34,8 @@ const (
 	defaultDisableAfterHours    = 72
 	maxHeaders                  = 32
 
-	// Ranges of the numeric settings (documented in the README's API
-	// section and in openapi.json; the database checks the same bounds,
+	// Ranges of the numeric settings (documented in web/API.md and in
+	// openapi.json; the database checks the same bounds,
 	// except the rate's floor: a rate of 1e-300 per second is a valid
 	// double that never sends).
 	maxMaxAttempts      = 50

@@ -14,7 +14,7 @@ import (
 )
 
 // verifyPostback is a receiver's check written from the documented scheme
-// alone (README, "Signed postbacks"): cut the URL at the last
+// alone (web/API.md, "Signed postbacks"): cut the URL at the last
 // "&<param>=", HMAC-SHA256 the part before it with the secret's raw bytes
 // (base64 after "whsec_"), compare the lowercase hex. It uses nothing from
 // the package under test.
