@@ -80,7 +80,7 @@ func SeparateSessions(ctx context.Context, direct string, cfg *pgxpool.Config, l
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	// A SET would stay behind on a server session that other clients then
 	// use, and be missing from the next: the settings go in the role's
-	// defaults (see the README, "Running on production PostgreSQL").
+	// defaults (see db/POSTGRESQL.md, "Running on production PostgreSQL").
 	cfg.ConnConfig.AfterConnect = nil
 	d, err := directConfig(ctx, direct, parse)
 	if err != nil {
