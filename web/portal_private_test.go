@@ -34,4 +34,10 @@ func TestPortalHidesPrivateAnswers(t *testing.T) {
 	if strings.Contains(doc.Text(), "private-answer") {
 		t.Fatal("the portal shows what a private address answered")
 	}
+	// An attempt to a public address (recorded so; no test dials one)
+	// shows the partner its answer.
+	env.exec("UPDATE delivery_attempts SET response_private = false")
+	if _, doc := partner.get("/portal/events/" + id); !strings.Contains(doc.Text(), "private-answer-of-the-operators-network") {
+		t.Fatal("the portal hides a public address's answer")
+	}
 }
