@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/egress"
-	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 )
 

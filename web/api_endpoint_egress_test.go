@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/sender/sendertest"
 )
 

@@ -12,11 +12,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/backoff"
-	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // endpointPage: GET /endpoints/:id[?attempts=failed][&status_code=N]

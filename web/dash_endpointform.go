@@ -11,10 +11,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/endpointform"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/worker/postback"
-	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // endpointNew: GET /partners/:id/endpoints/new?kind=webhook|postback&preset=keitaro

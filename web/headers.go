@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 )
 
 // Custom header values are often a partner's credentials. They are stored
-// sealed (worker/secretbox), never shown again after they are saved, and
+// sealed (db/secretbox), never shown again after they are saved, and
 // never logged: responses and the edit form show maskedValue for each, and
 // an edit that sends maskedValue back keeps the stored value.
 

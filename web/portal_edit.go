@@ -10,11 +10,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/views/endpointform"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/portal"
-	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // The portal's endpoint form changes what a partner owns, its URL (or

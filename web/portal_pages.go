@@ -11,10 +11,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/components"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/views/portal"
-	"github.com/hookline/hookline/worker/secretbox"
 )
 
 // portalMeta is the portal shell's view model for the request's partner.

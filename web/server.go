@@ -24,9 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker/filter"
-	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 )

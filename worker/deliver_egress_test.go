@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/egress"
-	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/sender/sendertest"
 )

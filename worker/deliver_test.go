@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/signing"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/dbtest"
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/ssrf"
 )

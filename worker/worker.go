@@ -30,10 +30,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/ratelimit"
-	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 )

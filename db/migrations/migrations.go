@@ -11,7 +11,7 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"

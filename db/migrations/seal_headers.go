@@ -9,7 +9,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 )
 
 // sealHeadersVersion seals custom header values that versions of hookline

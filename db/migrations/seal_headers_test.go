@@ -12,7 +12,7 @@ import (
 
 	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/db/migrations"
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 )
 
 // TestPlaintextHeadersSealedByMigration: the migration is recorded on every

@@ -30,9 +30,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/filter"
-	"github.com/hookline/hookline/worker/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/signing"
 	"github.com/hookline/hookline/worker/ssrf"

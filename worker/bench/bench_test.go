@@ -16,7 +16,7 @@ import (
 
 	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/db/migrations"
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 )
 
 // TestRunSmall runs the whole benchmark on a tiny queue: every phase

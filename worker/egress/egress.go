@@ -13,7 +13,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/worker/secretbox"
+	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/sender"
 )
 

@@ -3,6 +3,10 @@
 // (HOOKLINE_SECRET_KEY). Each ciphertext is bound to its endpoint (and a
 // header value to its header name) through the additional data, so a
 // ciphertext copied onto another endpoint's row does not decrypt.
+//
+// It lives under db because the migrations seal existing values with it
+// (db/migrations), and the web server and the worker, which both import
+// db, share it from there.
 package secretbox
 
 import (
