@@ -57,20 +57,7 @@ func ParseBody(text, format string, style Style) (*Body, error) {
 	if !utf8.ValidString(text) {
 		return nil, lintErrorf(-1, "body template is not UTF-8 text")
 	}
-	t := &Template{raw: text, style: style, parts: bodyParts(text, style)}
-	seen := map[string]int{}
-	for i, p := range t.parts {
-		if p.macro == "" {
-			continue
-		}
-		idx, ok := seen[p.macro]
-		if !ok {
-			idx = len(t.macros)
-			seen[p.macro] = idx
-			t.macros = append(t.macros, p.macro)
-		}
-		t.parts[i].idx = idx
-	}
+	t := newTemplate(text, style, bodyParts(text, style))
 	b := &Body{format: format, t: t, inString: jsonStringParts(t.parts, format)}
 
 	// Every macro filled with a value full of characters that would break

@@ -128,20 +128,7 @@ func ParseStyle(tmpl string, style Style) (*Template, error) {
 		return nil, err
 	}
 
-	t := &Template{raw: tmpl, style: style, parts: parts}
-	seen := make(map[string]int)
-	for i, p := range parts {
-		if p.macro == "" {
-			continue
-		}
-		idx, ok := seen[p.macro]
-		if !ok {
-			idx = len(t.macros)
-			seen[p.macro] = idx
-			t.macros = append(t.macros, p.macro)
-		}
-		parts[i].idx = idx
-	}
+	t := newTemplate(tmpl, style, parts)
 
 	// Belt and braces: checkOrigin reasons about the template text, this
 	// asks net/url what a real render would look like.
@@ -437,4 +424,25 @@ func isSchemeChar(c byte, i int) bool {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// newTemplate is a Template of parts, each macro numbered once in the
+// order it first appears (a macro used twice is looked up once): the URL
+// template and the body template both start here.
+func newTemplate(raw string, style Style, parts []part) *Template {
+	t := &Template{raw: raw, style: style, parts: parts}
+	seen := make(map[string]int)
+	for i, p := range parts {
+		if p.macro == "" {
+			continue
+		}
+		idx, ok := seen[p.macro]
+		if !ok {
+			idx = len(t.macros)
+			seen[p.macro] = idx
+			t.macros = append(t.macros, p.macro)
+		}
+		parts[i].idx = idx
+	}
+	return t
 }
