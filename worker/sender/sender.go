@@ -482,17 +482,23 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		stop := context.AfterFunc(parent, func() { s.abort(c, dialAddr(u)) })
 		defer stop()
 	}
+	// authorize sets the receiver credential's header (a cached token,
+	// or a fresh one after a refusal) within the attempt's deadline.
 	var auth string
-	if c.auth != nil {
+	authorize := func() error {
 		ctx, cancel := context.WithDeadline(parent, deadline)
+		defer cancel()
 		var err error
-		auth, err = c.auth.authorization(ctx, c)
-		cancel()
-		if err != nil {
+		if auth, err = c.auth.authorization(ctx, c); err == nil {
+			req.Header.Set("Authorization", auth)
+		}
+		return err
+	}
+	if c.auth != nil {
+		if err := authorize(); err != nil {
 			classifyError(res, err, parent, timeout)
 			return
 		}
-		req.Header.Set("Authorization", auth)
 	}
 
 	a := s.attempts.Get().(*attempt)
@@ -506,14 +512,10 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		// ahead of ours): once, with a fresh one.
 		resp.CloseBodyStream()
 		resp.Reset()
-		ctx, cancel := context.WithDeadline(parent, deadline)
-		auth, err = c.auth.authorization(ctx, c)
-		cancel()
-		if err != nil {
+		if err := authorize(); err != nil {
 			classifyError(res, err, parent, timeout)
 			return
 		}
-		req.Header.Set("Authorization", auth)
 		err = s.exchange(c, req, resp, deadline, parent)
 	}
 	if ca, ok := resp.RemoteAddr().(*connAddr); ok {
