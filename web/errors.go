@@ -119,6 +119,13 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
 		return &apiError{Status: he.Code, Code: code, Message: msg}
 	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client went away before the answer: nothing failed on this
+		// side, and nobody reads the answer. Logged at debug, not as an
+		// internal error, so a browser closing a tab raises no alarm.
+		s.log.Debug("request cancelled by the client", "method", c.Request().Method, "path", c.Path())
+		return errClientClosed
+	}
 	if dbUnavailable(err) {
 		s.log.Warn("database unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 		return errUnavailable
@@ -139,6 +146,10 @@ func (s *Server) classify(err error, c echo.Context) *apiError {
 		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 	return &apiError{http.StatusInternalServerError, "internal", "internal error; the details are in hookline's log", ""}
 }
+
+// errClientClosed is the status nginx made the convention for a request the
+// client abandoned (499); it reaches the access log, never the client.
+var errClientClosed = &apiError{499, "client_closed", "the client closed the request", ""}
 
 // errConcurrentChange answers a write that met a concurrent one on the same
 // row and was refused rather than applied to a row that had changed.
