@@ -25,6 +25,7 @@ import (
 	"github.com/hookline/hookline/worker/sender/sendertest"
 
 	"github.com/hookline/hookline/db/dbtest"
+	"github.com/hookline/hookline/web/app"
 	"github.com/hookline/hookline/worker/bench/hooklinebin"
 )
 
@@ -94,17 +95,17 @@ func TestHelpAndVersionStartNothing(t *testing.T) {
 	}
 	groups := map[string]bool{}
 	for _, c := range commands {
-		cases[c.name+" --help"] = "usage: hookline " + c.name
-		cases[c.name+" -h"] = "usage: hookline " + c.name
-		cases["help "+c.name] = "usage: hookline " + c.name
-		if g, _, ok := strings.Cut(c.name, " "); ok && !groups[g] {
+		cases[c.Name+" --help"] = "usage: hookline " + c.Name
+		cases[c.Name+" -h"] = "usage: hookline " + c.Name
+		cases["help "+c.Name] = "usage: hookline " + c.Name
+		if g, _, ok := strings.Cut(c.Name, " "); ok && !groups[g] {
 			groups[g] = true
 			cases[g+" --help"] = "usage: hookline " + g
 			cases[g+" -h"] = "usage: hookline " + g
 		}
 	}
 	for _, must := range []string{"serve", "web", "worker", "migrate", "user add", "apikey create", "demo", "bench", "db url", "db start", "db stop"} {
-		if findCommand(must) == nil {
+		if commands.Find(must) == nil {
 			t.Errorf("command %q missing from the table", must)
 		}
 	}
@@ -179,7 +180,7 @@ func TestUsageErrorsStartNothing(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
-			var ue *usageError
+			var ue *app.UsageError
 			if errors.As(err, &ue) != tc.usage {
 				t.Fatalf("usage error: %v, want %v (%v)", !tc.usage, tc.usage, err)
 			}

@@ -108,22 +108,3 @@ func TestServeBehindPgBouncerTransaction(t *testing.T) {
 		t.Fatalf("a direct URL pooled per transaction: %v", err)
 	}
 }
-
-// TestDirectDatabaseURLConfig: HOOKLINE_DIRECT_DATABASE_URL goes with a
-// DATABASE_URL, and must parse.
-func TestDirectDatabaseURLConfig(t *testing.T) {
-	env := map[string]string{"HOOKLINE_DIRECT_DATABASE_URL": "postgres://u@db.invalid/h"}
-	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL: set only with DATABASE_URL") {
-		t.Fatalf("without DATABASE_URL: %v", err)
-	}
-	env["DATABASE_URL"] = "postgres://u@pooler.invalid:6432/h"
-	env["HOOKLINE_SECRET_KEY"] = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
-	cfg, err := loadConfig(func(k string) string { return env[k] })
-	if err != nil || cfg.DirectDatabaseURL != "postgres://u@db.invalid/h" {
-		t.Fatalf("with DATABASE_URL: %v, %q", err, cfg.DirectDatabaseURL)
-	}
-	env["HOOKLINE_DIRECT_DATABASE_URL"] = "postgres://u@db.invalid/h?pool_max_conns=many"
-	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOKLINE_DIRECT_DATABASE_URL: cannot be parsed") {
-		t.Fatalf("an unparsable direct URL: %v", err)
-	}
-}

@@ -31,8 +31,8 @@ const (
 	RoleViewer   = "viewer"
 )
 
-// Config is a validated single sign-on configuration (main's loadConfig
-// checks every field by the environment variable that sets it).
+// Config is a validated single sign-on configuration (web/app's
+// LoadConfig checks every field by the environment variable that sets it).
 type Config struct {
 	Issuer       string
 	ClientID     string

@@ -75,7 +75,7 @@ func (e *BlockedError) Error() string {
 }
 
 // AllowVariable is the configuration variable whose prefixes open refused
-// ranges (main.go reads it into New's allow list).
+// ranges (web/app reads it into New's allow list).
 const AllowVariable = "HOOKLINE_ALLOW_NETWORKS"
 
 // Hint says how an operator could allow the destination, naming

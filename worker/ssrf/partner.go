@@ -3,7 +3,7 @@ package ssrf
 import "net/netip"
 
 // PartnerVariable is the configuration variable whose prefixes open refused
-// ranges to URLs that partners enter in the portal (main.go reads it into
+// ranges to URLs that partners enter in the portal (web/app reads it into
 // NewPartner's allow list). It is separate from HOOKLINE_ALLOW_NETWORKS on
 // purpose: an operator opens loopback or a private range for tests, the
 // demo or an on-premise receiver of their own, and a partner typing a URL
