@@ -57,6 +57,7 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/embedded"
 	"github.com/hookline/hookline/db/migrations"
+	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/account"
@@ -490,6 +491,9 @@ type config struct {
 	// LISTEN, advisory locks and migrations when DatabaseURL goes through
 	// a transaction pooler (db/direct.go); "" = DatabaseURL serves all.
 	DirectDatabaseURL string
+	// Reads is the read replica for dashboard reads
+	// (HOOKLINE_READ_DATABASE_URL, db/replica); URL "" = none.
+	Reads replica.Config
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -642,6 +646,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var directErrs []error
 	c.DirectDatabaseURL, directErrs = db.DirectURLFromEnv(getenv, c.DatabaseURL)
 	errs = append(errs, directErrs...)
+	var readErrs []error
+	c.Reads, readErrs = replica.FromEnv(getenv, c.DatabaseURL)
+	errs = append(errs, readErrs...)
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
@@ -769,6 +776,7 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 type databases struct {
 	pool, session *pgxpool.Pool
 	box           *secretbox.Box
+	reads         *replica.Reads // nil without HOOKLINE_READ_DATABASE_URL
 }
 
 // openDatabase connects to DATABASE_URL, or starts (or attaches to) the
@@ -830,7 +838,20 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*databases
 			return nil, nil, fmt.Errorf("connect to HOOKLINE_DIRECT_DATABASE_URL: %w", err)
 		}
 	}
+	var reads *replica.Reads
+	if cfg.Reads.URL != "" {
+		if reads, err = replica.Open(cfg.Reads, pool, poolConfig, log); err != nil {
+			if session != pool {
+				session.Close()
+			}
+			pool.Close()
+			return nil, nil, err
+		}
+	}
 	closePools := func() {
+		if reads != nil {
+			reads.Close()
+		}
 		if session != pool {
 			session.Close()
 		}
@@ -842,7 +863,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*databases
 		stopCluster()
 		return nil, nil, err
 	}
-	return &databases{pool: pool, session: session, box: box}, func() { closePools(); stopCluster() }, nil
+	return &databases{pool: pool, session: session, box: box, reads: reads}, func() { closePools(); stopCluster() }, nil
 }
 
 // defaultPoolConns is the most connections a process's pool opens when
@@ -978,6 +999,7 @@ type app struct {
 	// session is the pool whose connections keep their session (pool
 	// itself unless DATABASE_URL is pooled per transaction).
 	session *pgxpool.Pool
+	reads   *replica.Reads // the dashboard's read replica, or nil
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
@@ -994,7 +1016,7 @@ func openApp(ctx context.Context, cfg config, log *slog.Logger) (*app, func(), e
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &app{cfg: cfg, log: log, pool: d.pool, session: d.session, box: d.box, guard: ssrf.New(cfg.AllowNetworks),
-		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg}, closeDB, nil
+		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg, reads: d.reads}, closeDB, nil
 }
 
 func (a *app) worker() (*worker.Worker, error) {
@@ -1041,6 +1063,7 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		Require2FA:   a.cfg.Require2FA,
 		Worker:       local,
 		OIDC:         a.cfg.OIDC,
+		Reads:        a.reads,
 	})
 }
 
