@@ -86,9 +86,9 @@ const wroteFor = 10 * time.Minute
 
 // replicaReads runs the route's statements on the read replica when it
 // answers, is a standby, and has replayed the user's own last write. A
-// read the replica fails as an outage, finds nothing to show (404), or
-// refuses as a write (which a replica-read route should never make) runs
-// again on the primary, before anything was written to the client: a
+// read the replica fails as an outage, cancels for its replay, finds
+// nothing to show (404), or refuses as a write (which a replica-read route
+// should never make) runs again on the primary, before anything was written to the client: a
 // replica's outage costs the primary the reads, never the user a 503.
 func (s *Server) replicaReads(next echo.HandlerFunc) echo.HandlerFunc {
 	if s.cfg.Reads == nil {
@@ -110,6 +110,11 @@ func (s *Server) replicaReads(next echo.HandlerFunc) echo.HandlerFunc {
 		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 			// A record not on the replica may only not be there yet (a
 			// link to an event ingested a moment ago): the primary knows.
+		case concurrentChange(err):
+			// A standby cancels a query whose rows its replay must remove
+			// (a conflict with recovery, SQLSTATE 40001): the primary has
+			// no such conflict.
+			s.log.Warn("read replica cancelled a read for its replay: reading from the primary", "path", c.Path(), "err", err)
 		case readOnlyRefusal(err):
 			s.log.Error("a replica-read route wrote: reading it from the primary", "path", c.Path(), "err", err)
 		case dbUnavailable(err):
