@@ -244,6 +244,9 @@ func (s *Server) filteredEndpoints(ctx context.Context, ev db.Event) ([]event.Fi
 
 // eventNotFound is the 404 page of an unknown event id, offering the search.
 func (s *Server) eventNotFound(c echo.Context, id string) error {
+	if readsReplica(c) {
+		return notFound("event") // the replica may only lag: replicaReads asks the primary
+	}
 	return s.render(c, http.StatusNotFound, event.NotFound(s.meta(c, "Event not found", layout.NavEvents), id))
 }
 

@@ -64,6 +64,7 @@ func (s *Server) meta(c echo.Context, title, nav string) layout.PageMeta {
 		m.CSRFToken = p.CSRF
 	}
 	m.Flashes = s.takeFlashes(c)
+	m.Stale = s.staleNotice(c)
 	return m
 }
 

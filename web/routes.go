@@ -134,7 +134,11 @@ func (s *Server) routes() {
 	// keeps the cost to a few milliseconds.
 	// A user whose role needs two-factor sign-in (HOOKLINE_REQUIRE_2FA)
 	// and has none reaches only /account and /logout (requireEnrolment).
-	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.requireEnrolment, s.parseForm, s.requireCSRF)
+	// With a read replica (reads.go), the routes marked replica read from
+	// it, and every state change records where the primary was after it,
+	// so that its author's next pages read it back (recordWrites).
+	d := e.Group("", middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 8 << 10}), s.requireSession, s.requireEnrolment, s.parseForm, s.requireCSRF, s.recordWrites)
+	replica := s.replicaReads
 	operator := requireRole(account.RoleOperator)
 	d.POST("/logout", s.logout)
 
@@ -146,12 +150,12 @@ func (s *Server) routes() {
 	d.POST("/account/2fa/recovery-codes", s.totpRecoveryCodes)
 
 	// Overview and endpoints.
-	d.GET("/", s.overviewPage)
-	d.GET("/overview/live", s.overviewLiveFragment)
-	d.GET("/endpoints", s.endpointsPage)
-	d.GET("/endpoints/table", s.endpointsTableFragment)
-	d.GET("/endpoints/:id", s.endpointPage)
-	d.GET("/endpoints/:id/health", s.endpointHealthFragment)
+	d.GET("/", s.overviewPage, replica)
+	d.GET("/overview/live", s.overviewLiveFragment, replica)
+	d.GET("/endpoints", s.endpointsPage, replica)
+	d.GET("/endpoints/table", s.endpointsTableFragment, replica)
+	d.GET("/endpoints/:id", s.endpointPage, replica)
+	d.GET("/endpoints/:id/health", s.endpointHealthFragment, replica)
 	d.POST("/endpoints/:id/pause", s.endpointBreaker(actionPause), operator)
 	d.POST("/endpoints/:id/resume", s.endpointBreaker(actionResume), operator)
 	d.POST("/endpoints/:id/force-close", s.endpointBreaker(actionForceClose), operator)
@@ -160,9 +164,9 @@ func (s *Server) routes() {
 	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
 
 	// Event log: every event, its deliveries and attempts; resend.
-	d.GET("/events", s.eventsPage)
-	d.GET("/events/new", s.eventsNew)
-	d.GET("/events/:id", s.eventPageView)
+	d.GET("/events", s.eventsPage, replica)
+	d.GET("/events/new", s.eventsNew, replica)
+	d.GET("/events/:id", s.eventPageView, replica)
 	d.POST("/deliveries/:id/resend", s.deliveryResendForm, operator)
 	d.GET("/deliveries/replay", s.bulkReplayPage)
 	d.POST("/deliveries/replay", s.bulkReplayStart, operator)
@@ -200,8 +204,8 @@ func (s *Server) routes() {
 	d.POST("/endpoints/test-fire", s.formTestFire, operator)
 
 	// Audit: the log and its CSV export, with the same filters.
-	d.GET("/audit", s.auditPage)
-	d.GET("/audit/export.csv", s.auditExport)
+	d.GET("/audit", s.auditPage, replica)
+	d.GET("/audit/export.csv", s.auditExport, replica)
 
 	// Settings: admins only.
 	admin := requireRole(account.RoleAdmin)

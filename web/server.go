@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker/filter"
@@ -82,6 +83,9 @@ type Config struct {
 	// OIDC turns on single sign-on through an OpenID Connect provider
 	// (nil: password sign-in only).
 	OIDC *sso.Config
+	// Reads is the read replica the dashboard's heavy reads go to
+	// (HOOKLINE_READ_DATABASE_URL; nil: none), see reads.go.
+	Reads *replica.Reads
 }
 
 // LocalWorker is what an ingest needs of a worker in the same process
@@ -215,6 +219,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := cfg.Registry.Register(newQueueCollector(s)); err != nil {
 		return nil, fmt.Errorf("web: metrics: %w", err)
+	}
+	if cfg.Reads != nil {
+		// The handlers' statements go where the request's context says
+		// (reads.go): the primary unless its route reads from the replica.
+		s.q = db.New(readRouter{cfg.Pool})
+		if err := cfg.Registry.Register(newReplicaCollector(cfg.Reads)); err != nil {
+			return nil, fmt.Errorf("web: metrics: %w", err)
+		}
 	}
 	s.routes()
 	return s, nil

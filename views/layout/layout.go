@@ -86,6 +86,9 @@ type PageMeta struct {
 	CSRFToken string // <meta name="csrf-token"> and the logout form
 	Flashes   []Flash
 	Version   string // footer: "hookline v0.1.0"
+	// Stale, when set, says the page was read from a replica that is
+	// behind the primary, and how far.
+	Stale string
 }
 
 // NavItem is one link of the top navigation.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker"
@@ -70,6 +71,9 @@ type Config struct {
 	// LISTEN, advisory locks and migrations when DatabaseURL goes through
 	// a transaction pooler (db/direct.go); "" = DatabaseURL serves all.
 	DirectDatabaseURL string
+	// Reads is the read replica for dashboard reads
+	// (HOOKLINE_READ_DATABASE_URL, db/replica); URL "" = none.
+	Reads replica.Config
 }
 
 // Embedded: no DATABASE_URL, so hookline runs its own PostgreSQL in
@@ -225,6 +229,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	var directErrs []error
 	c.DirectDatabaseURL, directErrs = db.DirectURLFromEnv(getenv, c.DatabaseURL)
 	errs = append(errs, directErrs...)
+	var readErrs []error
+	c.Reads, readErrs = replica.FromEnv(getenv, c.DatabaseURL)
+	errs = append(errs, readErrs...)
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)

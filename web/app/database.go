@@ -18,6 +18,7 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/embedded"
 	"github.com/hookline/hookline/db/migrations"
+	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/db/secretbox"
 )
 
@@ -83,6 +84,7 @@ func loadOrCreateKey(path string) ([]byte, error) {
 type databases struct {
 	pool, session *pgxpool.Pool
 	box           *secretbox.Box
+	reads         *replica.Reads // nil without HOOKLINE_READ_DATABASE_URL
 }
 
 // openDatabase connects to DATABASE_URL, or starts (or attaches to) the
@@ -144,7 +146,20 @@ func openDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*databases
 			return nil, nil, fmt.Errorf("connect to HOOKLINE_DIRECT_DATABASE_URL: %w", err)
 		}
 	}
+	var reads *replica.Reads
+	if cfg.Reads.URL != "" {
+		if reads, err = replica.Open(cfg.Reads, pool, poolConfig, log); err != nil {
+			if session != pool {
+				session.Close()
+			}
+			pool.Close()
+			return nil, nil, err
+		}
+	}
 	closePools := func() {
+		if reads != nil {
+			reads.Close()
+		}
 		if session != pool {
 			session.Close()
 		}
@@ -156,7 +171,7 @@ func openDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*databases
 		stopCluster()
 		return nil, nil, err
 	}
-	return &databases{pool: pool, session: session, box: box}, func() { closePools(); stopCluster() }, nil
+	return &databases{pool: pool, session: session, box: box, reads: reads}, func() { closePools(); stopCluster() }, nil
 }
 
 // defaultPoolConns is the most connections a process's pool opens when

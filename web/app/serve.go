@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/worker"
@@ -111,6 +112,7 @@ type App struct {
 	// session is the pool whose connections keep their session (pool
 	// itself unless DATABASE_URL is pooled per transaction).
 	session *pgxpool.Pool
+	reads   *replica.Reads // the dashboard's read replica, or nil
 }
 
 // Open resolves the keys, opens (and migrates) the database, and builds
@@ -127,7 +129,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, func(), erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &App{cfg: cfg, log: log, pool: d.pool, session: d.session, box: d.box, guard: ssrf.New(cfg.AllowNetworks),
-		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg}, closeDB, nil
+		partnerGuard: ssrf.NewPartner(cfg.PartnerAllowNetworks), reg: reg, reads: d.reads}, closeDB, nil
 }
 
 // Pool is the pool every statement of the process runs on.
@@ -178,6 +180,7 @@ func (a *App) WebServer(w *worker.Worker) (*web.Server, error) {
 		Require2FA:   a.cfg.Require2FA,
 		Worker:       local,
 		OIDC:         a.cfg.OIDC,
+		Reads:        a.reads,
 	})
 }
 

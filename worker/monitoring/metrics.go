@@ -126,6 +126,19 @@ var All = []Metric{
 	NotifyQueueUsage, RetentionOldestDelivered,
 }
 
+// The read replica's metrics, exported only by a web server with
+// HOOKLINE_READ_DATABASE_URL set: kept out of All, which every process
+// exports and the generated rules and dashboard may read.
+var (
+	ReadReplicaUp = Metric{"hookline_read_replica_up", Gauge,
+		"1 when the read replica (HOOKLINE_READ_DATABASE_URL) answered its last lag measurement as a standby; 0 sends dashboard reads to the primary.", nil}
+	ReadReplicaLag = Metric{"hookline_read_replica_lag_seconds", Gauge,
+		"How far behind the primary the read replica's data is: the age of the oldest primary WAL position, measured once a second, that it has not replayed (0 when it has replayed everything).", nil}
+)
+
+// Replica is the read replica's metrics (see ReadReplicaUp).
+var Replica = []Metric{ReadReplicaUp, ReadReplicaLag}
+
 // Thresholds the dashboard's alerts (web/stats.go) and the generated rules
 // share.
 const (
