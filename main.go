@@ -64,6 +64,7 @@ import (
 	"github.com/hookline/hookline/web/sso"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/bench"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/monitoring"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/simulate"
@@ -490,6 +491,9 @@ type config struct {
 	// LISTEN, advisory locks and migrations when DatabaseURL goes through
 	// a transaction pooler (db/direct.go); "" = DatabaseURL serves all.
 	DirectDatabaseURL string
+	// SMTP is where email channels are sent (HOOKLINE_SMTP_*, read by
+	// worker/mail); nil: not configured.
+	SMTP *mail.Config
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -645,6 +649,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
+	smtpCfg, smtpErrs := mail.FromEnv(getenv)
+	c.SMTP = smtpCfg
+	errs = append(errs, smtpErrs...)
 	return c, errors.Join(errs...)
 }
 
@@ -1012,6 +1019,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Logger:        a.log,
 		Metrics:       worker.NewMetrics(a.reg),
 		PublicURL:     a.cfg.PublicURL,
+		Mail:          a.cfg.SMTP,
 	})
 }
 
