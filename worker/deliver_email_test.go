@@ -230,7 +230,6 @@ func TestPartnerContactsHearOnlyTheirOwn(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-
 // TestCertificateAndHeldBreakerNotices: with an injected clock, a client
 // certificate made to expire in 20 days raises the 30-day warning once,
 // the 7-day one once when 6 days are left; a breaker open past
