@@ -174,6 +174,7 @@ type NotificationChannel struct {
 	Kinds      []string
 	CreatedBy  string
 	CreatedAt  time.Time
+	PartnerID  *int64
 }
 
 type Partner struct {

@@ -13,7 +13,7 @@ import (
 const notificationChannelCreate = `-- name: NotificationChannelCreate :one
 INSERT INTO notification_channels (name, style, endpoint_id, kinds, created_by)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING id, name, style, endpoint_id, kinds, created_by, created_at
+RETURNING id, name, style, endpoint_id, kinds, created_by, created_at, partner_id
 `
 
 type NotificationChannelCreateParams struct {
@@ -43,6 +43,7 @@ func (q *Queries) NotificationChannelCreate(ctx context.Context, arg Notificatio
 		&i.Kinds,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.PartnerID,
 	)
 	return i, err
 }
@@ -79,7 +80,7 @@ func (q *Queries) NotificationChannelDelete(ctx context.Context, id int64) (Noti
 }
 
 const notificationChannelGet = `-- name: NotificationChannelGet :one
-SELECT id, name, style, endpoint_id, kinds, created_by, created_at FROM notification_channels WHERE id = $1
+SELECT id, name, style, endpoint_id, kinds, created_by, created_at, partner_id FROM notification_channels WHERE id = $1
 `
 
 func (q *Queries) NotificationChannelGet(ctx context.Context, id int64) (NotificationChannel, error) {
@@ -93,32 +94,39 @@ func (q *Queries) NotificationChannelGet(ctx context.Context, id int64) (Notific
 		&i.Kinds,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.PartnerID,
 	)
 	return i, err
 }
 
 const notificationChannelList = `-- name: NotificationChannelList :many
-SELECT c.id, c.name, c.style, c.endpoint_id, c.kinds, c.created_by, c.created_at, e.url, e.enabled, h.state AS breaker_state
+SELECT c.id, c.name, c.style, c.endpoint_id, c.kinds, c.created_by, c.created_at, c.partner_id, e.url, e.enabled, h.state AS breaker_state,
+       (c.partner_id IS NULL OR coalesce(pc.enabled, false))::boolean AS partner_enabled
 FROM notification_channels c
 JOIN endpoints e ON e.id = c.endpoint_id
 JOIN endpoint_health h ON h.endpoint_id = c.endpoint_id
+LEFT JOIN partner_contacts pc ON pc.partner_id = c.partner_id
 ORDER BY c.id
 `
 
 type NotificationChannelListRow struct {
-	ID           int64
-	Name         string
-	Style        string
-	EndpointID   int64
-	Kinds        []string
-	CreatedBy    string
-	CreatedAt    time.Time
-	URL          string
-	Enabled      bool
-	BreakerState string
+	ID             int64
+	Name           string
+	Style          string
+	EndpointID     int64
+	Kinds          []string
+	CreatedBy      string
+	CreatedAt      time.Time
+	PartnerID      *int64
+	URL            string
+	Enabled        bool
+	BreakerState   string
+	PartnerEnabled bool
 }
 
-// Every channel with its endpoint's URL, enabled flag and breaker state.
+// Every channel with its endpoint's URL, enabled flag and breaker state;
+// a partner's contact channel with whether the operator allows it
+// (partner_enabled; true for an operator's channel).
 func (q *Queries) NotificationChannelList(ctx context.Context) ([]NotificationChannelListRow, error) {
 	rows, err := q.db.Query(ctx, notificationChannelList)
 	if err != nil {
@@ -136,9 +144,11 @@ func (q *Queries) NotificationChannelList(ctx context.Context) ([]NotificationCh
 			&i.Kinds,
 			&i.CreatedBy,
 			&i.CreatedAt,
+			&i.PartnerID,
 			&i.URL,
 			&i.Enabled,
 			&i.BreakerState,
+			&i.PartnerEnabled,
 		); err != nil {
 			return nil, err
 		}

@@ -150,6 +150,7 @@ func (q *Queries) NotificationMark(ctx context.Context, arg NotificationMarkPara
 const notificationPending = `-- name: NotificationPending :many
 SELECT n.id, n.kind, n.endpoint_id, n.subject, n.figures, n.channel_id, n.created_at,
        coalesce(e.name, '')::text AS endpoint_name, coalesce(p.name, '')::text AS partner_name,
+       coalesce(e.partner_id, 0)::bigint AS partner_id,
        EXISTS (SELECT 1 FROM notification_channels c WHERE c.endpoint_id = n.endpoint_id) AS about_channel
 FROM notifications n
 LEFT JOIN endpoints e ON e.id = n.endpoint_id
@@ -169,11 +170,13 @@ type NotificationPendingRow struct {
 	CreatedAt    time.Time
 	EndpointName string
 	PartnerName  string
+	PartnerID    int64
 	AboutChannel bool
 }
 
 // The outbox rows still to decide, oldest first, with the endpoint and
-// partner they are about and whether that endpoint is itself a
+// partner they are about (partner_id 0: none; a partner's own contact
+// channels hear only about its endpoints) and whether that endpoint is itself a
 // notification channel's (such rows are skipped: a channel never notifies
 // about itself).
 func (q *Queries) NotificationPending(ctx context.Context, maxRows int32) ([]NotificationPendingRow, error) {
@@ -195,6 +198,7 @@ func (q *Queries) NotificationPending(ctx context.Context, maxRows int32) ([]Not
 			&i.CreatedAt,
 			&i.EndpointName,
 			&i.PartnerName,
+			&i.PartnerID,
 			&i.AboutChannel,
 		); err != nil {
 			return nil, err

@@ -9,11 +9,15 @@ RETURNING *;
 SELECT * FROM notification_channels WHERE id = @id;
 
 -- name: NotificationChannelList :many
--- Every channel with its endpoint's URL, enabled flag and breaker state.
-SELECT c.*, e.url, e.enabled, h.state AS breaker_state
+-- Every channel with its endpoint's URL, enabled flag and breaker state;
+-- a partner's contact channel with whether the operator allows it
+-- (partner_enabled; true for an operator's channel).
+SELECT c.*, e.url, e.enabled, h.state AS breaker_state,
+       (c.partner_id IS NULL OR coalesce(pc.enabled, false))::boolean AS partner_enabled
 FROM notification_channels c
 JOIN endpoints e ON e.id = c.endpoint_id
 JOIN endpoint_health h ON h.endpoint_id = c.endpoint_id
+LEFT JOIN partner_contacts pc ON pc.partner_id = c.partner_id
 ORDER BY c.id;
 
 -- name: NotificationChannelDelete :one

@@ -33,11 +33,13 @@ SELECT pg_try_advisory_xact_lock(7270736902) AS locked;
 
 -- name: NotificationPending :many
 -- The outbox rows still to decide, oldest first, with the endpoint and
--- partner they are about and whether that endpoint is itself a
+-- partner they are about (partner_id 0: none; a partner's own contact
+-- channels hear only about its endpoints) and whether that endpoint is itself a
 -- notification channel's (such rows are skipped: a channel never notifies
 -- about itself).
 SELECT n.id, n.kind, n.endpoint_id, n.subject, n.figures, n.channel_id, n.created_at,
        coalesce(e.name, '')::text AS endpoint_name, coalesce(p.name, '')::text AS partner_name,
+       coalesce(e.partner_id, 0)::bigint AS partner_id,
        EXISTS (SELECT 1 FROM notification_channels c WHERE c.endpoint_id = n.endpoint_id) AS about_channel
 FROM notifications n
 LEFT JOIN endpoints e ON e.id = n.endpoint_id

@@ -23,7 +23,11 @@ func (s *Server) apiChannelCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, channelJSON{ID: ch.ID, Name: ch.Name, Style: ch.Style, URL: in.URL, Kinds: ch.Kinds,
+	url := in.URL
+	if in.Style == "email" {
+		url = ""
+	}
+	return c.JSON(http.StatusCreated, channelJSON{ID: ch.ID, Name: ch.Name, Style: ch.Style, URL: url, Recipients: in.Recipients, Kinds: ch.Kinds,
 		EndpointID: ch.EndpointID, Enabled: true, BreakerState: "closed", CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt, Secret: secret})
 }
 

@@ -120,6 +120,7 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 		"/portal/endpoints/:id":      {"/portal/endpoints/" + id(orders)},
 		"/portal/endpoints/:id/edit": {"/portal/endpoints/" + id(keitaro) + "/edit"},
 		"/portal/endpoints/new":      {"/portal/endpoints/new"},
+		"/portal/notifications":      {"/portal/notifications"},
 		"/portal/events":             {"/portal/events"},
 		"/portal/events/:id":         {"/portal/events/" + event},
 	}

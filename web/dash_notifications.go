@@ -44,7 +44,13 @@ func (s *Server) renderNotifications(c echo.Context, status int, p notifications
 		p.Kinds = append(p.Kinds, notifications.Kind{Value: string(k.Kind), Label: k.Label, Checked: slices.Contains(chosen, string(k.Kind))})
 	}
 	for _, r := range rows {
+		if r.PartnerID != nil {
+			continue // a partner's contacts: on its partner page
+		}
 		v := channelView(r)
+		if v.Style == "email" {
+			v.URL = strings.Join(v.Recipients, ", ")
+		}
 		p.Channels = append(p.Channels, notifications.Channel{ID: v.ID, Name: v.Name, Style: v.Style, URL: v.URL, Kinds: v.Kinds,
 			EndpointID: v.EndpointID, Enabled: v.Enabled, BreakerState: v.BreakerState, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt})
 	}
@@ -61,9 +67,10 @@ func (s *Server) notificationChannelAdd(c echo.Context) error {
 	if err != nil {
 		return badRequest("cannot read the form")
 	}
-	in := channelInput{Name: form.Get("name"), Style: form.Get("style"), URL: form.Get("url"), Kinds: form["kinds"]}
+	in := channelInput{Name: form.Get("name"), Style: form.Get("style"), URL: form.Get("url"), Kinds: form["kinds"],
+		Recipients: splitAddresses(form.Get("recipients"))}
 	valid, errs := s.validateChannel(in)
-	page := notifications.PageData{Name: in.Name, Style: in.Style, URL: in.URL, Errors: map[string]string{}}
+	page := notifications.PageData{Name: in.Name, Style: in.Style, URL: in.URL, Recipients: form.Get("recipients"), Errors: map[string]string{}}
 	chosen := in.Kinds
 	if chosen == nil {
 		chosen = []string{}
@@ -117,4 +124,10 @@ func (s *Server) notificationChannelTest(c echo.Context) error {
 	}
 	s.addFlash(c, layout.FlashSuccess, "Test notification queued for \""+ch.Name+"\": it is sent within seconds; its delivery shows on the channel's endpoint page.")
 	return redirectAfterPost(c, "/settings/notifications")
+}
+
+// splitAddresses reads a form's address list: one per line, or separated
+// by commas or spaces.
+func splitAddresses(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 }

@@ -92,6 +92,9 @@ func (s *Server) partnerDetail(c echo.Context, p db.Partner, access *partners.Po
 		access = &a
 	}
 	d.Portal = *access
+	if d.Contacts, err = s.contactsPanel(ctx, c, p.ID); err != nil {
+		return err
+	}
 	return s.render(c, http.StatusOK, partners.DetailPage(s.meta(c, p.Name, layout.NavPartners), d))
 }
 

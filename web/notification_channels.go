@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/notify"
 	"github.com/hookline/hookline/worker/signing"
 )
@@ -23,18 +24,24 @@ const notificationPartner = "hookline notifications"
 // accept it.
 type channelInput struct {
 	Name  string   `json:"name"`
-	Style string   `json:"style"` // webhook (signed JSON) or chat ({"text": ...})
-	URL   string   `json:"url"`
+	Style string   `json:"style"` // webhook (signed JSON), chat ({"text": ...}) or email
+	URL   string   `json:"url"`   // webhook and chat
 	Kinds []string `json:"kinds"`
+	// Recipients are an email channel's addresses (HOOKLINE_SMTP_URL
+	// sends them).
+	Recipients []string `json:"recipients,omitempty"`
 }
 
 // channelJSON is a channel as the API answers it.
 type channelJSON struct {
-	ID           int64     `json:"id"`
-	Name         string    `json:"name"`
-	Style        string    `json:"style"`
-	URL          string    `json:"url"`
-	Kinds        []string  `json:"kinds"`
+	ID         int64    `json:"id"`
+	Name       string   `json:"name"`
+	Style      string   `json:"style"`
+	URL        string   `json:"url,omitempty"`
+	Recipients []string `json:"recipients,omitempty"`
+	Kinds      []string `json:"kinds"`
+	// PartnerID: a partner's own contact channel (its portal edits it).
+	PartnerID    *int64    `json:"partner_id,omitempty"`
 	EndpointID   int64     `json:"endpoint_id"`
 	Enabled      bool      `json:"enabled"`
 	BreakerState string    `json:"breaker_state,omitempty"`
@@ -56,11 +63,20 @@ func (s *Server) validateChannel(in channelInput) (channelInput, []fieldError) {
 	case utf8.RuneCountInString(in.Name) > 150:
 		errs = append(errs, fieldError{"name", "must be at most 150 characters"})
 	}
-	if in.Style != "webhook" && in.Style != "chat" {
-		errs = append(errs, fieldError{"style", `must be "webhook" (a signed JSON document) or "chat" (an incoming webhook taking {"text": ...})`})
-	}
-	if msg := checkWebhookURL(in.URL, s.guard); msg != "" {
-		errs = append(errs, fieldError{"url", msg})
+	switch in.Style {
+	case "email":
+		to, err := mail.ParseRecipients(in.Recipients)
+		if err != nil {
+			errs = append(errs, fieldError{"recipients", err.Error()})
+		}
+		in.Recipients, in.URL = to, mailtoURL(to)
+	case "webhook", "chat":
+		if msg := checkWebhookURL(in.URL, s.guard); msg != "" {
+			errs = append(errs, fieldError{"url", msg})
+		}
+		in.Recipients = nil
+	default:
+		errs = append(errs, fieldError{"style", `must be "webhook" (a signed JSON document), "chat" (an incoming webhook taking {"text": ...}) or "email" (recipients)`})
 	}
 	kinds, err := notify.ParseKinds(in.Kinds)
 	if err != nil {
@@ -85,8 +101,14 @@ func (s *Server) createChannel(ctx context.Context, in channelInput, actor strin
 		if err != nil {
 			return err
 		}
-		endpointID, err := q.NotificationEndpointCreate(ctx, db.NotificationEndpointCreateParams{
-			PartnerID: partnerID, Name: "channel: " + in.Name, URL: in.URL})
+		var endpointID int64
+		if in.Style == "email" {
+			endpointID, err = q.NotificationContactEndpointCreate(ctx, db.NotificationContactEndpointCreateParams{
+				PartnerID: partnerID, Name: "channel: " + in.Name, Kind: "email", URL: in.URL, URLSetBy: "operator"})
+		} else {
+			endpointID, err = q.NotificationEndpointCreate(ctx, db.NotificationEndpointCreateParams{
+				PartnerID: partnerID, Name: "channel: " + in.Name, URL: in.URL})
+		}
 		if db.IsUniqueViolation(err) {
 			return conflict("name", "a notification channel with this name exists")
 		}
@@ -112,7 +134,7 @@ func (s *Server) createChannel(ctx context.Context, in channelInput, actor strin
 			return err
 		}
 		return audit(ctx, q, actor, "notification_channel.create", "notification_channel", ch.ID,
-			map[string]any{"name": ch.Name, "style": ch.Style, "kinds": ch.Kinds, "endpoint_id": endpointID})
+			map[string]any{"name": ch.Name, "style": ch.Style, "kinds": ch.Kinds, "endpoint_id": endpointID, "recipients": len(in.Recipients)})
 	})
 	if err != nil {
 		return db.NotificationChannel{}, "", err
@@ -156,6 +178,27 @@ func (s *Server) testChannel(ctx context.Context, id int64, actor string) (db.No
 }
 
 func channelView(r db.NotificationChannelListRow) channelJSON {
-	return channelJSON{ID: r.ID, Name: r.Name, Style: r.Style, URL: r.URL, Kinds: r.Kinds, EndpointID: r.EndpointID,
+	v := channelJSON{ID: r.ID, Name: r.Name, Style: r.Style, URL: r.URL, Kinds: r.Kinds, EndpointID: r.EndpointID, PartnerID: r.PartnerID,
 		Enabled: r.Enabled, BreakerState: r.BreakerState, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+	if r.Style == "email" {
+		v.URL, v.Recipients = "", mailtoRecipients(r.URL)
+	}
+	return v
+}
+
+// mailtoURL is an email channel's endpoint URL: its recipients, as the
+// worker reads them back.
+func mailtoURL(to []string) string {
+	if len(to) == 0 {
+		return ""
+	}
+	return "mailto:" + strings.Join(to, ",")
+}
+
+func mailtoRecipients(u string) []string {
+	rest, ok := strings.CutPrefix(u, "mailto:")
+	if !ok || rest == "" {
+		return nil
+	}
+	return strings.Split(rest, ",")
 }

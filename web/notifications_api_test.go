@@ -83,7 +83,7 @@ func TestAPINotificationChannels(t *testing.T) {
 		body        map[string]any
 	}{
 		{"no name", "name", with("name", " ")},
-		{"unknown style", "style", with("style", "email")},
+		{"unknown style", "style", with("style", "pager")}, // email is a style since email channels
 		{"no url", "url", with("url", "")},
 		{"not http", "url", with("url", "ftp://hooks.test/")},
 		{"private address", "url", with("url", "http://10.1.2.3/hook")},

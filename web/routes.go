@@ -63,6 +63,10 @@ func (s *Server) routes() {
 	api.POST("/dead-letters/replay", s.apiReplay, keyScope(account.ScopeAdmin))
 	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, keyScope(account.ScopeAdmin))
 	api.DELETE("/partners/:id/portal-sessions", s.apiPortalSessionsRevoke, keyScope(account.ScopeAdmin))
+	// A partner's own notification contacts and the operator's opt-in:
+	// admin only, as the channels (a contact URL may carry a token).
+	api.GET("/partners/:id/notification-contacts", s.apiPartnerContactsGet, keyScope(account.ScopeAdmin))
+	api.PATCH("/partners/:id/notification-contacts", s.apiPartnerContactsPatch, keyScope(account.ScopeAdmin))
 	// Operator notification channels: admin only, reads included, as on
 	// the dashboard (a chat channel's URL is its credential).
 	api.POST("/notification-channels", s.apiChannelCreate, keyScope(account.ScopeAdmin))
@@ -113,6 +117,8 @@ func (s *Server) routes() {
 	pt.POST("/endpoints/:id/edit", s.portalEditSave)
 	pt.POST("/endpoints/:id/preview", s.portalPreview)
 	pt.POST("/endpoints/:id/test-fire", s.portalFormTestFire)
+	pt.GET("/notifications", s.portalContactsPage)
+	pt.POST("/notifications", s.portalContactsSave)
 	pt.GET("/events", s.portalEventsPage)
 	pt.GET("/events/:id", s.portalEventPage)
 	pt.POST("/deliveries/:id/resend", s.portalResend)
@@ -190,6 +196,7 @@ func (s *Server) routes() {
 	d.POST("/partners/:id", s.partnerSave, operator)
 	d.POST("/partners/:id/archive", s.partnerArchive, operator)
 	d.POST("/partners/:id/portal-links", s.partnerPortalLink, operator)
+	d.POST("/partners/:id/notification-contacts", s.partnerContactsToggle, operator)
 	d.POST("/partners/:id/portal-links/:lid/revoke", s.partnerPortalRevokeLink, operator)
 	d.POST("/partners/:id/portal-sessions/revoke", s.partnerPortalRevokeAll, operator)
 	d.POST("/partners/:id/portal-sessions/:sid/revoke", s.partnerPortalRevokeSession, operator)

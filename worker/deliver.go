@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/postback"
 	"github.com/hookline/hookline/worker/request"
 	"github.com/hookline/hookline/worker/sender"
@@ -57,7 +58,7 @@ func (o *outcome) ended() time.Time {
 func (o *outcome) sent() bool {
 	switch o.res.ErrorClass {
 	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning, classEgress,
-		sender.ClassToken, classUnmapped:
+		sender.ClassToken, classUnmapped, mail.ClassNotConfigured:
 		return false
 	}
 	return true
@@ -65,6 +66,9 @@ func (o *outcome) sent() bool {
 
 // deliver builds the request for one delivery and sends it.
 func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
+	if d.Kind == kindEmail {
+		return w.deliverEmail(ctx, d)
+	}
 	o := outcome{d: d}
 	now := w.now()
 	custom, err := w.customHeaders(d.EndpointID, d.Headers)

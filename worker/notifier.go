@@ -26,12 +26,19 @@ func (w *Worker) notifyLoop(ctx context.Context) {
 	t := time.NewTicker(notifyEvery)
 	defer t.Stop()
 	held := map[notifyKey]time.Time{}
+	var watched time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-w.outbox:
+		}
+		if time.Since(watched) >= noticeWatchEvery {
+			watched = time.Now()
+			if err := w.watchNotices(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("watch certificates and held breakers", "err", err)
+			}
 		}
 		if err := w.dispatchNotifications(ctx, held); err != nil && ctx.Err() == nil {
 			w.log.Warn("dispatch operator notifications", "err", err)
@@ -122,7 +129,7 @@ func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]t
 			delete(held, k)
 			r := byID[d.Send]
 			for _, c := range channels {
-				if slices.Contains(c.Kinds, r.Kind) {
+				if hears(c, r) {
 					if err := w.enqueueNotification(ctx, q, c, r, d.Repeats); err != nil {
 						return err
 					}
@@ -145,6 +152,20 @@ func (w *Worker) dispatchNotifications(ctx context.Context, held map[notifyKey]t
 		w.wakeEverywhere()
 	}
 	return err
+}
+
+// hears reports whether a channel gets a notification: one of its kinds,
+// and for a partner's contact channel only while its operator allows it and
+// only about that partner's own endpoints (never an alert or another
+// partner's endpoint).
+func hears(c db.NotificationChannelListRow, r db.NotificationPendingRow) bool {
+	if !slices.Contains(c.Kinds, r.Kind) {
+		return false
+	}
+	if c.PartnerID == nil {
+		return true
+	}
+	return c.PartnerEnabled && r.EndpointID != nil && r.PartnerID == *c.PartnerID
 }
 
 func (w *Worker) markNotifications(ctx context.Context, q *db.Queries, state string, repeats int, ids ...int64) error {
@@ -171,6 +192,10 @@ func (w *Worker) enqueueNotification(ctx context.Context, q *db.Queries, c db.No
 	m := notify.Message{Kind: notify.Kind(r.Kind), Subject: r.Subject, EndpointID: deref(r.EndpointID),
 		Endpoint: r.EndpointName, Partner: r.PartnerName, Figures: figures, Repeats: repeats,
 		OccurredAt: r.CreatedAt, DashboardURL: notify.Link(w.cfg.PublicURL, notify.Kind(r.Kind), deref(r.EndpointID))}
+	if c.PartnerID != nil {
+		// A partner follows the link into its portal, never the dashboard.
+		m.DashboardURL = notify.PortalLink(w.cfg.PublicURL, deref(r.EndpointID))
+	}
 	body, err := json.Marshal(notify.Compose(c.Style, m))
 	if err != nil {
 		return err

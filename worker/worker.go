@@ -33,6 +33,7 @@ import (
 	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/ratelimit"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
@@ -103,6 +104,13 @@ type Config struct {
 	// PublicURL is the dashboard's base URL, linked from operator
 	// notifications (none when empty).
 	PublicURL string
+	// Mail is the SMTP server email channels are sent through
+	// (HOOKLINE_SMTP_URL); nil fails their deliveries, retried, with
+	// smtp_not_configured.
+	Mail *mail.Config
+	// HeldOpenAfter is how long a breaker stays open before a
+	// breaker.held_open notification (default notify.HeldOpenAfter).
+	HeldOpenAfter time.Duration
 }
 
 // Retention says how long telemetry and finished work are kept; a zero

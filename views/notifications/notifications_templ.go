@@ -61,6 +61,7 @@ type PageData struct {
 	Kinds    []Kind
 	// The add form's values and problems.
 	Name, Style, URL string
+	Recipients       string // an email channel's addresses, as typed
 	Errors           map[string]string
 	// NewName and NewSecret: a webhook channel just created, its signing
 	// secret shown once.
@@ -72,6 +73,7 @@ type PageData struct {
 var styleOptions = []components.Option{
 	{Value: "webhook", Label: "Webhook: signed JSON (Standard Webhooks)"},
 	{Value: "chat", Label: "Chat incoming webhook: {\"text\": \"...\"}"},
+	{Value: "email", Label: "Email: plain text and HTML to the recipients below (HOOKLINE_SMTP_URL)"},
 }
 
 func Page(m layout.PageMeta, p PageData) templ.Component {
@@ -119,7 +121,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 				var templ_7745c5c3_Var3 string
 				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(p.NewName)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 75, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 77, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 				if templ_7745c5c3_Err != nil {
@@ -155,7 +157,13 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			templ_7745c5c3_Err = components.Field(components.FieldData{ID: "channel-url", Name: "url", Label: "URL", Type: "url", Value: p.URL, Error: p.Errors["url"], Required: true,
-				Help: "Delivered by hookline itself: signed, retried with backoff, behind its own breaker, through the same network guard as partner endpoints."}).Render(ctx, templ_7745c5c3_Buffer)
+				Help: "Webhook and chat channels. Delivered by hookline itself: signed, retried with backoff, behind its own breaker, through the same network guard as partner endpoints."}).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = components.Field(components.FieldData{ID: "channel-recipients", Name: "recipients", Label: "Recipients", Type: "textarea", Value: p.Recipients, Error: p.Errors["recipients"],
+				Placeholder: "ops@acme.test, oncall@acme.test",
+				Help:        "Email channels: up to 20 addresses, separated by commas or lines. Sent through HOOKLINE_SMTP_URL over TLS, retried like any delivery."}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -177,7 +185,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(p.Errors["kinds"])
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 93, Col: 74}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 98, Col: 74}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -210,7 +218,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						}()
 					}
 					ctx = templ.InitializeContext(ctx)
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<table class=\"table table-compact\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">URL</th><th scope=\"col\">Sends</th><th scope=\"col\">Delivery</th><th scope=\"col\" class=\"actions\"></th></tr></thead> <tbody>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<table class=\"table table-compact\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">URL or recipients</th><th scope=\"col\">Sends</th><th scope=\"col\">Delivery</th><th scope=\"col\" class=\"actions\"></th></tr></thead> <tbody>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -222,7 +230,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var6 string
 						templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.Name).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 108, Col: 56}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 113, Col: 56}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 						if templ_7745c5c3_Err != nil {
@@ -235,7 +243,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var7 string
 						templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(c.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 109, Col: 21}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 114, Col: 21}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 						if templ_7745c5c3_Err != nil {
@@ -248,7 +256,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var8 string
 						templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(c.Style)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 109, Col: 59}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 114, Col: 59}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 						if templ_7745c5c3_Err != nil {
@@ -261,7 +269,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var9 string
 						templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(c.CreatedBy)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 109, Col: 79}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 114, Col: 79}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 						if templ_7745c5c3_Err != nil {
@@ -274,7 +282,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var10 string
 						templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(c.URL)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 110, Col: 39}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 115, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 						if templ_7745c5c3_Err != nil {
@@ -289,7 +297,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 								var templ_7745c5c3_Var11 string
 								templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(", ")
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 114, Col: 18}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 119, Col: 18}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 								if templ_7745c5c3_Err != nil {
@@ -303,7 +311,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 							var templ_7745c5c3_Var12 string
 							templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(k)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 116, Col: 14}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 121, Col: 14}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 							if templ_7745c5c3_Err != nil {
@@ -317,7 +325,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var13 string
 						templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL("/endpoints/" + strconv.FormatInt(c.EndpointID, 10))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 120, Col: 82}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 125, Col: 82}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 						if templ_7745c5c3_Err != nil {
@@ -350,7 +358,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var14 string
 						templ_7745c5c3_Var14, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL("/settings/notifications/" + strconv.FormatInt(c.ID, 10) + "/test")).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 131, Col: 116}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 136, Col: 116}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var14)
 						if templ_7745c5c3_Err != nil {
@@ -371,7 +379,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var15 string
 						templ_7745c5c3_Var15, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL("/settings/notifications/" + strconv.FormatInt(c.ID, 10) + "/delete")).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 135, Col: 118}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 140, Col: 118}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var15)
 						if templ_7745c5c3_Err != nil {
@@ -442,7 +450,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var17 string
 						templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(r.Kind)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 157, Col: 21}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 162, Col: 21}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 						if templ_7745c5c3_Err != nil {
@@ -460,7 +468,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 							var templ_7745c5c3_Var18 string
 							templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(r.Subject)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 159, Col: 48}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 164, Col: 48}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 							if templ_7745c5c3_Err != nil {
@@ -478,7 +486,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var19 string
 						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(r.Endpoint)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 162, Col: 25}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 167, Col: 25}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 						if templ_7745c5c3_Err != nil {
@@ -491,7 +499,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 						var templ_7745c5c3_Var20 string
 						templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(r.State)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 164, Col: 19}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 169, Col: 19}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 						if templ_7745c5c3_Err != nil {
@@ -509,7 +517,7 @@ func Page(m layout.PageMeta, p PageData) templ.Component {
 							var templ_7745c5c3_Var21 string
 							templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(r.Repeats))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 166, Col: 74}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications/notifications.templ`, Line: 171, Col: 74}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 							if templ_7745c5c3_Err != nil {

@@ -45,6 +45,7 @@ type Detail struct {
 	CanOperate bool
 	CSRF       string
 	Portal     PortalAccess
+	Contacts   Contacts
 }
 
 // PortalAccessID is the partner page's portal panel, swapped after a link

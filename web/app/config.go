@@ -20,6 +20,7 @@ import (
 	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/sso"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
@@ -74,6 +75,9 @@ type Config struct {
 	// Reads is the read replica for dashboard reads
 	// (HOOKLINE_READ_DATABASE_URL, db/replica); URL "" = none.
 	Reads replica.Config
+	// SMTP is where email channels are sent (HOOKLINE_SMTP_*, read by
+	// worker/mail); nil: not configured.
+	SMTP *mail.Config
 }
 
 // Embedded: no DATABASE_URL, so hookline runs its own PostgreSQL in
@@ -235,6 +239,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
+	smtpCfg, smtpErrs := mail.FromEnv(getenv)
+	c.SMTP = smtpCfg
+	errs = append(errs, smtpErrs...)
 	return c, errors.Join(errs...)
 }
 

@@ -151,6 +151,7 @@ func (a *App) Worker() (*worker.Worker, error) {
 		Logger:        a.log,
 		Metrics:       worker.NewMetrics(a.reg),
 		PublicURL:     a.cfg.PublicURL,
+		Mail:          a.cfg.SMTP,
 	})
 }
 

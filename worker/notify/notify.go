@@ -28,6 +28,12 @@ const (
 	AlertFired       Kind = "alert.fired"
 	AlertResolved    Kind = "alert.resolved"
 	DeadLetterNew    Kind = "dead_letters.new_cluster"
+	// BreakerHeldOpen: the breaker has stayed open longer than the
+	// worker's threshold (HeldOpenAfter), once per opening.
+	BreakerHeldOpen Kind = "breaker.held_open"
+	// CertificateExpiring: the endpoint's client certificate expires
+	// within 30 or 7 days (the subject), once per certificate and horizon.
+	CertificateExpiring Kind = "certificate.expiring"
 	// Test is a channel's test notification; it is sent whatever the
 	// channel subscribes to and is never rate-limited.
 	Test Kind = "test"
@@ -47,7 +53,15 @@ var Kinds = []struct {
 	{AlertFired, "Pipeline alert fired"},
 	{AlertResolved, "Pipeline alert resolved"},
 	{DeadLetterNew, "New dead-letter cluster"},
+	{BreakerHeldOpen, "Breaker open for longer than 30 min"},
+	{CertificateExpiring, "Client certificate expiring (30 and 7 days ahead)"},
 }
+
+// PartnerKinds are what a partner's own contacts hear about its
+// endpoints: what the partner can act on by fixing its server or
+// certificate.
+var PartnerKinds = []string{string(EndpointWarned), string(EndpointDisabled), string(EndpointEnabled),
+	string(BreakerHeldOpen), string(CertificateExpiring)}
 
 // ParseKinds validates a channel's kind list: known kinds, at least one,
 // duplicates dropped, in catalogue order.
@@ -134,9 +148,29 @@ type Message struct {
 	DashboardURL string // the page to look at; empty without a public URL
 }
 
+// HeldOpenAfter is how long a breaker stays open before BreakerHeldOpen.
+const HeldOpenAfter = 30 * time.Minute
+
 // Text is the one-paragraph message: what happened, to which endpoint and
 // partner, the figures, and a link.
 func Text(m Message) string {
+	b := parts(m)
+	if b.link != "" {
+		return b.text + " " + b.link
+	}
+	return b.text
+}
+
+// composed is a message's text (what happened, the figures, the
+// summary of repeats) apart from its link, for the styles that show the
+// link on its own.
+type composed struct {
+	sentence, figures, repeats string
+	text, link                 string
+	rows                       []figureRow
+}
+
+func parts(m Message) composed {
 	var b strings.Builder
 	who := fmt.Sprintf("endpoint %q of partner %q", m.Endpoint, m.Partner)
 	switch m.Kind {
@@ -156,31 +190,38 @@ func Text(m Message) string {
 		fmt.Fprintf(&b, "Pipeline alert %s resolved.", m.Subject)
 	case DeadLetterNew:
 		fmt.Fprintf(&b, "New dead-letter cluster on %s (%s).", who, m.Subject)
+	case BreakerHeldOpen:
+		fmt.Fprintf(&b, "Breaker still open for %s: deliveries have been held for over %s; the receiver keeps failing.", who, fmtWindow(HeldOpenAfter))
+	case CertificateExpiring:
+		fmt.Fprintf(&b, "The client certificate of %s expires within %s days: upload a new one before it does.", who, m.Subject)
 	case Test:
 		b.WriteString("Test notification from hookline: this channel works.")
 	default:
 		fmt.Fprintf(&b, "%s: %s.", m.Kind, who)
 	}
+	c := composed{sentence: b.String(), link: m.DashboardURL}
 	if len(m.Figures) > 0 {
 		keys := make([]string, 0, len(m.Figures))
 		for k := range m.Figures {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
+		list := make([]string, 0, len(keys))
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s: %v", strings.ReplaceAll(k, "_", " "), m.Figures[k]))
+			row := figureRow{strings.ReplaceAll(k, "_", " "), fmt.Sprint(m.Figures[k])}
+			c.rows = append(c.rows, row)
+			list = append(list, row.Name+": "+row.Value)
 		}
-		b.WriteString(" " + strings.Join(parts, "; ") + ".")
+		c.figures = strings.Join(list, "; ") + "."
+		b.WriteString(" " + c.figures)
 	}
 	if m.Repeats > 0 {
-		fmt.Fprintf(&b, " (%d more like this since the last notification, summarised; at most one per %s.)",
+		c.repeats = fmt.Sprintf("%d more like this since the last notification, summarised; at most one per %s.",
 			m.Repeats, fmtWindow(Window))
+		b.WriteString(" (" + c.repeats + ")")
 	}
-	if m.DashboardURL != "" {
-		b.WriteString(" " + m.DashboardURL)
-	}
-	return b.String()
+	c.text = b.String()
+	return c
 }
 
 func fmtWindow(d time.Duration) string {
@@ -210,8 +251,11 @@ type EndpointRef struct {
 // common incoming-webhook shape {"text": ...}; "webhook" the Document.
 func Compose(style string, m Message) any {
 	text := Text(m)
-	if style == "chat" {
+	switch style {
+	case "chat":
 		return map[string]string{"text": text}
+	case "email":
+		return ComposeEmail(m)
 	}
 	d := Document{Kind: m.Kind, Subject: m.Subject, Text: text, Figures: m.Figures, Repeats: m.Repeats,
 		OccurredAt: m.OccurredAt.UTC(), URL: m.DashboardURL}

@@ -91,3 +91,31 @@ func ExampleLimiter_Decide() {
 	// 0
 	// 9 1
 }
+
+// TestComposeEmail: the email body has the chat text's facts and link in
+// both parts, escapes what names carry into the HTML, and a subject line
+// saying what and where.
+func TestComposeEmail(t *testing.T) {
+	m := notify.Message{Kind: notify.EndpointWarned, Subject: "70", EndpointID: 7, Endpoint: "orders<script>", Partner: "Acme",
+		Figures: map[string]any{"failures": 7, "budget": 10}, Repeats: 2, DashboardURL: "https://hooks.test/endpoints/7"}
+	e := notify.Compose("email", m).(notify.Email)
+	if e.Subject != `hookline: failure budget warning (70%) — orders<script> (Acme)` {
+		t.Errorf("subject %q", e.Subject)
+	}
+	text := notify.Text(m)
+	if !strings.HasPrefix(e.Text, strings.TrimSuffix(text, " "+m.DashboardURL)) || !strings.HasSuffix(e.Text, "\n\nhttps://hooks.test/endpoints/7") {
+		t.Errorf("text %q, chat %q", e.Text, text)
+	}
+	for _, want := range []string{"orders&lt;script&gt;", "<th style=\"text-align: left; padding-right: 1em\">failures</th><td>7</td>",
+		"2 more like this", `<a href="https://hooks.test/endpoints/7">`} {
+		if !strings.Contains(e.HTML, want) {
+			t.Errorf("html lacks %q:\n%s", want, e.HTML)
+		}
+	}
+	if strings.Contains(e.HTML, "<script>") {
+		t.Error("html not escaped")
+	}
+	if got := notify.PortalLink("https://hooks.test/", 7); got != "https://hooks.test/portal/endpoints/7" {
+		t.Errorf("portal link %q", got)
+	}
+}
