@@ -20,8 +20,8 @@ import (
 	"github.com/hookline/hookline/db/replica"
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/web/sso"
-	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 )
