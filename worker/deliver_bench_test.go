@@ -15,23 +15,54 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/tracing"
+	"github.com/hookline/hookline/worker/tracing/otlptest"
 )
 
 // BenchmarkDeliver measures one claimed delivery from the sender loop's
-// call to its outcome: the request built and signed, sent over a loopback
+// call to its outcome, with traces off and on (new traces sampled at 1 %
+// and 100 %, exported to a loopback OTLP receiver): the request built and signed, sent over a loopback
 // keep-alive connection to a responder that allocates nothing per request,
 // so allocs/op are the worker's and the sender's alone. The signing key is
 // in the worker's cache, as it is after an endpoint's first delivery.
 func BenchmarkDeliver(b *testing.B) {
-	w := benchWorker(b, nil)
-	d := benchClaimed(rawReceiver(b))
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if o := w.deliver(ctx, d); o.res.Outcome != sender.OK {
-			b.Fatalf("outcome %q: %s", o.res.Outcome, o.res.Error)
-		}
+	url := rawReceiver(b)
+	rcv := otlptest.New(b)
+	for _, tc := range []struct {
+		name  string
+		ratio string // "" is traces off
+	}{{"off", ""}, {"on_1pct", "0.01"}, {"on_100pct", "1"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var tr *tracing.Tracer
+			if tc.ratio != "" {
+				tr = benchTracer(b, rcv, tc.ratio)
+			}
+			w := benchWorker(b, func(c *Config) { c.Tracer = tr })
+			d := benchClaimed(url)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if o := w.attempt(ctx, d); o.res.Outcome != sender.OK {
+					b.Fatalf("outcome %q: %s", o.res.Outcome, o.res.Error)
+				}
+			}
+		})
 	}
+}
+
+// benchTracer exports to rcv over HTTP, sampling new traces at ratio.
+func benchTracer(b *testing.B, rcv *otlptest.Receiver, ratio string) *tracing.Tracer {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.HTTPURL, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio}
+	cfg, errs := tracing.FromEnv(func(k string) string { return env[k] })
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	tr, err := tracing.Start(context.Background(), cfg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
 }
 
 // benchWorker is a worker whose deliveries need no database read: its

@@ -36,6 +36,7 @@ import (
 	"github.com/hookline/hookline/worker/ratelimit"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // Config wires a Worker. Pool, Guard, and Box or SecretKey are required.
@@ -103,6 +104,9 @@ type Config struct {
 	// PublicURL is the dashboard's base URL, linked from operator
 	// notifications (none when empty).
 	PublicURL string
+	// Tracer makes the claim, attempt and completion spans; nil is traces
+	// off (worker/deliver_trace.go).
+	Tracer *tracing.Tracer
 }
 
 // Retention says how long telemetry and finished work are kept; a zero

@@ -25,27 +25,25 @@ const (
 // (http.request.method, http.route, http.response.status_code,
 // error.type).
 const (
-	EventID      = attribute.Key("hookline.event.id")
-	EventType    = attribute.Key("hookline.event.type")
-	DeliveryID   = attribute.Key("hookline.delivery.id")
-	EndpointID   = attribute.Key("hookline.endpoint.id")
-	PartnerID    = attribute.Key("hookline.partner.id")
-	Attempt      = attribute.Key("hookline.attempt")      // 1 for the first attempt
-	Outcome      = attribute.Key("hookline.outcome")      // ok, transient, permanent or gone
-	DurationMs   = attribute.Key("hookline.duration_ms")  // the attempt as the sender timed it
-	Events       = attribute.Key("hookline.events")       // events stored (fan-out)
-	Rejected     = attribute.Key("hookline.rejected")     // events refused (ingest)
-	Deliveries   = attribute.Key("hookline.deliveries")   // deliveries queued (fan-out) or claimed
-	Asked        = attribute.Key("hookline.claim.asked")  // rows a claim had room for
-	Results      = attribute.Key("hookline.results")      // results in a completion batch
-	Recorded     = attribute.Key("hookline.recorded")     // of them, recorded by its commit
-	Try          = attribute.Key("hookline.complete.try") // 1, or a retry after the database failed
-	StatusCode   = attribute.Key("http.response.status_code")
-	ErrorType    = attribute.Key("error.type")
-	HTTPMethod   = attribute.Key("http.request.method")
-	HTTPRoute    = attribute.Key("http.route")
-	ServerAddr   = attribute.Key("server.address")
-	ErrorMessage = attribute.Key("hookline.error")
+	EventID    = attribute.Key("hookline.event.id")
+	EventType  = attribute.Key("hookline.event.type")
+	DeliveryID = attribute.Key("hookline.delivery.id")
+	EndpointID = attribute.Key("hookline.endpoint.id")
+	PartnerID  = attribute.Key("hookline.partner.id")
+	Attempt    = attribute.Key("hookline.attempt")          // 1 for the first attempt
+	Outcome    = attribute.Key("hookline.outcome")          // ok, transient, permanent or gone
+	DurationMs = attribute.Key("hookline.duration_ms")      // the attempt as the sender timed it
+	Events     = attribute.Key("hookline.events")           // events stored (fan-out)
+	Rejected   = attribute.Key("hookline.rejected")         // events refused (ingest)
+	Deliveries = attribute.Key("hookline.deliveries")       // deliveries queued (fan-out) or claimed
+	Asked      = attribute.Key("hookline.claim.asked")      // rows a claim had room for
+	Everywhere = attribute.Key("hookline.claim.everywhere") // it looked at every endpoint, not only those a wake-up named
+	Results    = attribute.Key("hookline.results")          // results in a completion batch
+	Try        = attribute.Key("hookline.complete.try")     // 1, or a retry after the database failed
+	StatusCode = attribute.Key("http.response.status_code")
+	ErrorType  = attribute.Key("error.type")
+	HTTPMethod = attribute.Key("http.request.method")
+	HTTPRoute  = attribute.Key("http.route")
 )
 
 // MaxLinks bounds the links of a batch span (a claim or a completion):
