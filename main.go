@@ -68,6 +68,7 @@ import (
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/simulate"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // version is sent as user-agent "hookline/<version>" and shown in the dashboard.
@@ -490,6 +491,8 @@ type config struct {
 	// LISTEN, advisory locks and migrations when DatabaseURL goes through
 	// a transaction pooler (db/direct.go); "" = DatabaseURL serves all.
 	DirectDatabaseURL string
+	// Tracing is what the OTEL_* variables ask of traces (nil: off).
+	Tracing *tracing.Config
 }
 
 func (c config) embedded() bool { return c.DatabaseURL == "" }
@@ -645,6 +648,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	oidc, oidcErrs := sso.FromEnv(getenv, c.PublicURL)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
+	var tracingErrs []error
+	c.Tracing, tracingErrs = tracing.FromEnv(getenv)
+	errs = append(errs, tracingErrs...)
 	return c, errors.Join(errs...)
 }
 
@@ -931,6 +937,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, runWeb, runWorker 
 		return err
 	}
 	defer closeApp()
+	var closeTracer func()
+	if a.tracer, closeTracer, err = tracing.Open(ctx, cfg.Tracing, version, log); err != nil {
+		return err
+	}
+	defer closeTracer() // after every span has ended: it exports the last ones
 	// Everything that can fail is built before the first goroutine starts,
 	// so an early return never leaves one running on the closed pool.
 	var w *worker.Worker
@@ -978,6 +989,7 @@ type app struct {
 	// session is the pool whose connections keep their session (pool
 	// itself unless DATABASE_URL is pooled per transaction).
 	session *pgxpool.Pool
+	tracer  *tracing.Tracer // nil: traces off
 }
 
 // openApp resolves the keys, opens (and migrates) the database, and builds
@@ -1012,6 +1024,7 @@ func (a *app) worker() (*worker.Worker, error) {
 		Logger:        a.log,
 		Metrics:       worker.NewMetrics(a.reg),
 		PublicURL:     a.cfg.PublicURL,
+		Tracer:        a.tracer,
 	})
 }
 
@@ -1041,6 +1054,7 @@ func (a *app) webServer(w *worker.Worker) (*web.Server, error) {
 		Require2FA:   a.cfg.Require2FA,
 		Worker:       local,
 		OIDC:         a.cfg.OIDC,
+		Tracer:       a.tracer,
 	})
 }
 

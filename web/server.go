@@ -29,6 +29,7 @@ import (
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // Config wires a Server. Pool, SecretKey, SessionKey and Guard are required.
@@ -82,6 +83,9 @@ type Config struct {
 	// OIDC turns on single sign-on through an OpenID Connect provider
 	// (nil: password sign-in only).
 	OIDC *sso.Config
+	// Tracer makes the ingest requests' and fan-outs' spans; nil is
+	// traces off (ingest_trace.go).
+	Tracer *tracing.Tracer
 }
 
 // LocalWorker is what an ingest needs of a worker in the same process

@@ -3,8 +3,10 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -135,3 +137,27 @@ func (c *carrier) Set(key, value string) {
 }
 
 func (c *carrier) Keys() []string { return []string{"traceparent", "tracestate"} }
+
+// Open is Start for a process that serves: it logs whether traces are on,
+// and where they go, and returns the tracer with its close, which exports
+// what is left (within 10 s) once everything that makes spans has
+// stopped. A nil cfg is traces off: a nil Tracer and a close that does
+// nothing.
+func Open(ctx context.Context, cfg *Config, version string, log *slog.Logger) (*Tracer, func(), error) {
+	if cfg == nil {
+		log.Debug("traces off (no OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER=otlp)")
+		return nil, func() {}, nil
+	}
+	t, err := Start(ctx, cfg, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("traces on", "protocol", cfg.Protocol, "endpoint", cfg.Endpoint, "sampler", cfg.SamplerName, "service", cfg.ServiceName)
+	return t, func() {
+		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := t.Shutdown(shut); err != nil {
+			log.Error("exporting the last spans", "err", err)
+		}
+	}, nil
+}
