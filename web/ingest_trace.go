@@ -58,6 +58,11 @@ func (s *Server) storeTraced(ctx context.Context, ok []validated, results []inge
 	carried := tracing.Carried(ctx)
 	ctx, span := t.Start(ctx, tracing.SpanFanOut)
 	defer span.End()
+	if carried == nil {
+		// An ingest outside the API's routes has no request span: the
+		// fan-out is the attempts' parent.
+		carried = tracing.Carried(ctx)
+	}
 	err := s.storeEvents(ctx, ok, results, carried)
 	if err != nil {
 		span.RecordError(err)
