@@ -190,9 +190,11 @@ WITH taken AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id,
+                    trace_context)
 SELECT $1::uuid, $2::text, $3::json, $4::text, $5::bigint,
-       $6::text[], $7::text[], $8::bigint
+       $6::text[], $7::text[], $8::bigint,
+       $9::text
 WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id
 `
@@ -212,6 +214,7 @@ type EventInsertBatchParams struct {
 	SearchKeys     []string
 	SearchValues   []string
 	APIKeyID       *int64
+	TraceContext   *string
 }
 
 // Stores events in one round trip. An idempotency key already used inserts
@@ -221,7 +224,8 @@ type EventInsertBatchParams struct {
 // search_keys/search_values are the payload's search keys, extracted by the
 // caller (NULL when it has none). The key is taken in event_keys
 // (migration 00022) and the event stored only when it was. api_key_id is
-// the key that posted it (migration 00028).
+// the key that posted it (migration 00028); trace_context the ingest
+// request's trace context (NULL with traces off; migration 00041).
 func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchParams) *EventInsertBatchBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -234,6 +238,7 @@ func (q *Queries) EventInsertBatch(ctx context.Context, arg []EventInsertBatchPa
 			a.SearchKeys,
 			a.SearchValues,
 			a.APIKeyID,
+			a.TraceContext,
 		}
 		batch.Queue(eventInsertBatch, vals...)
 	}
@@ -266,22 +271,24 @@ func (b *EventInsertBatchBatchResults) Close() error {
 
 const eventInsertSet = `-- name: EventInsertSet :batchmany
 WITH v AS (
-    SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS type, unnest($5::text[]) AS payload,
-           unnest($6::text[]) AS key, unnest($7::bigint[]) AS partner_id,
-           unnest($8::bigint[]) AS api_key_id,
-           unnest($9::int[]) AS search_at, unnest($10::int[]) AS n_search,
-           generate_subscripts($3::uuid[], 1) AS n
+    SELECT unnest($4::uuid[]) AS id, unnest($5::text[]) AS type, unnest($6::text[]) AS payload,
+           unnest($7::text[]) AS key, unnest($8::bigint[]) AS partner_id,
+           unnest($9::bigint[]) AS api_key_id,
+           unnest($10::int[]) AS search_at, unnest($11::int[]) AS n_search,
+           generate_subscripts($4::uuid[], 1) AS n
 ), taken AS (
     INSERT INTO event_keys (idempotency_key, event_id)
     SELECT v.key, v.id FROM v WHERE v.key <> '' ORDER BY v.n
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id,
+                    trace_context)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN ($1::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
        CASE WHEN v.n_search > 0 THEN ($2::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
-       NULLIF(v.api_key_id, 0)
+       NULLIF(v.api_key_id, 0),
+       $3::text
 FROM v
 WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n
@@ -297,6 +304,7 @@ type EventInsertSetBatchResults struct {
 type EventInsertSetParams struct {
 	SearchKeys    []string
 	SearchValues  []string
+	TraceContext  *string
 	Ids           []uuid.UUID
 	Types         []string
 	Payloads      []string
@@ -322,13 +330,16 @@ type EventInsertSetParams struct {
 // (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
 // it travels with BEGIN through db.TxPipeline.SendBatch. The keys are
 // taken in event_keys first, in the set's order, and an event with a key
-// is stored only when its key was taken (migration 00022).
+// is stored only when its key was taken (migration 00022). @trace_context
+// is the ingest request's trace context, the same for every event of the
+// set (NULL with traces off; migration 00041).
 func (q *Queries) EventInsertSet(ctx context.Context, arg []EventInsertSetParams) *EventInsertSetBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.SearchKeys,
 			a.SearchValues,
+			a.TraceContext,
 			a.Ids,
 			a.Types,
 			a.Payloads,

@@ -65,7 +65,7 @@ func (q *Queries) EndpointFilterPreviewEvents(ctx context.Context, arg EndpointF
 }
 
 const eventGet = `-- name: EventGet :one
-SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values, api_key_id FROM events WHERE id = $1
+SELECT id, type, payload, idempotency_key, partner_id, created_at, search_keys, search_values, api_key_id, trace_context FROM events WHERE id = $1
 `
 
 func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
@@ -81,12 +81,13 @@ func (q *Queries) EventGet(ctx context.Context, id uuid.UUID) (Event, error) {
 		&i.SearchKeys,
 		&i.SearchValues,
 		&i.APIKeyID,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const eventGetForPartner = `-- name: EventGetForPartner :one
-SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id, ev.trace_context
 FROM events ev
 WHERE ev.id = $1
   AND (ev.partner_id = $2
@@ -115,12 +116,13 @@ func (q *Queries) EventGetForPartner(ctx context.Context, arg EventGetForPartner
 		&i.SearchKeys,
 		&i.SearchValues,
 		&i.APIKeyID,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const eventListByIdempotencyKeys = `-- name: EventListByIdempotencyKeys :many
-SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id FROM event_keys k JOIN events ev ON ev.id = k.event_id
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id, ev.trace_context FROM event_keys k JOIN events ev ON ev.id = k.event_id
 WHERE k.idempotency_key = ANY($1::text[])
 `
 
@@ -143,6 +145,7 @@ func (q *Queries) EventListByIdempotencyKeys(ctx context.Context, keys []string)
 			&i.SearchKeys,
 			&i.SearchValues,
 			&i.APIKeyID,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

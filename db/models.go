@@ -92,6 +92,7 @@ type Endpoint struct {
 	BodyFormat           string
 	BodySignature        string
 	EgressRev            int64
+	SendTraceparent      bool
 }
 
 type EndpointEgress struct {
@@ -164,6 +165,7 @@ type Event struct {
 	SearchKeys     []string
 	SearchValues   []string
 	APIKeyID       *int64
+	TraceContext   *string
 }
 
 type NotificationChannel struct {

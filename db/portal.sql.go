@@ -384,7 +384,7 @@ func (q *Queries) PortalEndpointCounts(ctx context.Context, arg PortalEndpointCo
 }
 
 const portalEndpointGet = `-- name: PortalEndpointGet :one
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, e.send_traceparent, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -441,6 +441,7 @@ func (q *Queries) PortalEndpointGet(ctx context.Context, arg PortalEndpointGetPa
 		&i.Endpoint.BodyFormat,
 		&i.Endpoint.BodySignature,
 		&i.Endpoint.EgressRev,
+		&i.Endpoint.SendTraceparent,
 		&i.EndpointHealth.EndpointID,
 		&i.EndpointHealth.State,
 		&i.EndpointHealth.ConsecutiveFailures,
@@ -470,7 +471,7 @@ func (q *Queries) PortalEndpointGet(ctx context.Context, arg PortalEndpointGetPa
 
 const portalEndpointList = `-- name: PortalEndpointList :many
 
-SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
+SELECT e.id, e.partner_id, e.name, e.kind, e.url, e.method, e.event_types, e.headers, e.max_attempts, e.timeout_ms, e.rate_per_sec, e.burst, e.max_in_flight, e.failure_threshold, e.success_body_contains, e.enabled, e.disabled_reason, e.created_at, e.updated_at, e.secret_version, e.filter, e.disable_after_failures, e.disable_after_hours, e.disabled_at, e.disabled_cause, e.macro_style, e.signature_param, e.preset, e.url_set_by, e.postback_rules, e.body_template, e.body_format, e.body_signature, e.egress_rev, e.send_traceparent, h.endpoint_id, h.state, h.consecutive_failures, h.opened_at, h.cooldown_seconds, h.paused, h.paused_until, h.probe_delivery_id, h.last_success_at, h.last_failure_at, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.recent_p95_ms, h.recent_sample_count, h.stats_refreshed_at, h.updated_at, h.ok_count, h.failed_deliveries, h.first_failed_at, h.budget_warned, p.name AS partner_name
 FROM endpoints e
 JOIN endpoint_health h ON h.endpoint_id = e.id
 JOIN partners p ON p.id = e.partner_id
@@ -536,6 +537,7 @@ func (q *Queries) PortalEndpointList(ctx context.Context, partnerID int64) ([]Po
 			&i.Endpoint.BodyFormat,
 			&i.Endpoint.BodySignature,
 			&i.Endpoint.EgressRev,
+			&i.Endpoint.SendTraceparent,
 			&i.EndpointHealth.EndpointID,
 			&i.EndpointHealth.State,
 			&i.EndpointHealth.ConsecutiveFailures,
@@ -571,7 +573,7 @@ func (q *Queries) PortalEndpointList(ctx context.Context, partnerID int64) ([]Po
 }
 
 const portalEventGet = `-- name: PortalEventGet :one
-SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id
+SELECT ev.id, ev.type, ev.payload, ev.idempotency_key, ev.partner_id, ev.created_at, ev.search_keys, ev.search_values, ev.api_key_id, ev.trace_context
 FROM events ev
 WHERE ev.id = $1
   AND EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
@@ -598,6 +600,7 @@ func (q *Queries) PortalEventGet(ctx context.Context, arg PortalEventGetParams) 
 		&i.SearchKeys,
 		&i.SearchValues,
 		&i.APIKeyID,
+		&i.TraceContext,
 	)
 	return i, err
 }

@@ -118,7 +118,8 @@ SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.statu
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
        e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
        e.egress_rev, e.postback_rules,
-       e.body_template, e.body_format, e.body_signature
+       e.body_template, e.body_format, e.body_signature,
+       ev.trace_context, e.partner_id, e.send_traceparent
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id
@@ -159,6 +160,9 @@ type DeliveryClaimRow struct {
 	BodyTemplate        string
 	BodyFormat          string
 	BodySignature       string
+	TraceContext        *string
+	PartnerID           int64
+	SendTraceparent     bool
 }
 
 // Reads due deliveries for this worker to send; it writes nothing. It runs
@@ -175,7 +179,9 @@ type DeliveryClaimRow struct {
 // (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
 // its cost follows the work rather than the number of endpoints; NULL looks
 // at every endpoint. partner_url: the URL was last set by the partner, and
-// is dialled with the partner guard. See worker/architecture.md, "The claim".
+// is dialled with the partner guard. trace_context, partner_id and
+// send_traceparent serve traces (worker/tracing; trace_context is NULL for
+// events ingested with traces off). See worker/architecture.md, "The claim".
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.EndpointIds,
@@ -218,6 +224,9 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.BodyTemplate,
 			&i.BodyFormat,
 			&i.BodySignature,
+			&i.TraceContext,
+			&i.PartnerID,
+			&i.SendTraceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -274,7 +283,8 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, fals
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
           e.egress_rev, e.postback_rules,
-          e.body_template, e.body_format, e.body_signature
+          e.body_template, e.body_format, e.body_signature,
+          ev.trace_context, e.partner_id, e.send_traceparent
 `
 
 type DeliveryClaimProbesParams struct {
@@ -309,6 +319,9 @@ type DeliveryClaimProbesRow struct {
 	BodyTemplate        string
 	BodyFormat          string
 	BodySignature       string
+	TraceContext        *string
+	PartnerID           int64
+	SendTraceparent     bool
 }
 
 // Claims exactly one probe delivery per half-open endpoint of this worker's
@@ -358,6 +371,9 @@ func (q *Queries) DeliveryClaimProbes(ctx context.Context, arg DeliveryClaimProb
 			&i.BodyTemplate,
 			&i.BodyFormat,
 			&i.BodySignature,
+			&i.TraceContext,
+			&i.PartnerID,
+			&i.SendTraceparent,
 		); err != nil {
 			return nil, err
 		}

@@ -6,7 +6,8 @@
 -- search_keys/search_values are the payload's search keys, extracted by the
 -- caller (NULL when it has none). The key is taken in event_keys
 -- (migration 00022) and the event stored only when it was. api_key_id is
--- the key that posted it (migration 00028).
+-- the key that posted it (migration 00028); trace_context the ingest
+-- request's trace context (NULL with traces off; migration 00041).
 WITH taken AS (
     INSERT INTO event_keys (idempotency_key, event_id)
     SELECT sqlc.narg('idempotency_key')::text, @id::uuid
@@ -14,9 +15,11 @@ WITH taken AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id,
+                    trace_context)
 SELECT @id::uuid, @type::text, @payload::json, sqlc.narg('idempotency_key')::text, sqlc.narg('partner_id')::bigint,
-       sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[], sqlc.narg('api_key_id')::bigint
+       sqlc.narg('search_keys')::text[], sqlc.narg('search_values')::text[], sqlc.narg('api_key_id')::bigint,
+       sqlc.narg('trace_context')::text
 WHERE sqlc.narg('idempotency_key')::text IS NULL OR EXISTS (SELECT 1 FROM taken)
 RETURNING id;
 
@@ -36,7 +39,9 @@ RETURNING id;
 -- (EventInsertBatch) to find it. A batch (of one, see db.EventSet) so that
 -- it travels with BEGIN through db.TxPipeline.SendBatch. The keys are
 -- taken in event_keys first, in the set's order, and an event with a key
--- is stored only when its key was taken (migration 00022).
+-- is stored only when its key was taken (migration 00022). @trace_context
+-- is the ingest request's trace context, the same for every event of the
+-- set (NULL with traces off; migration 00041).
 WITH v AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@types::text[]) AS type, unnest(@payloads::text[]) AS payload,
            unnest(@keys::text[]) AS key, unnest(@partner_ids::bigint[]) AS partner_id,
@@ -49,11 +54,13 @@ WITH v AS (
     ON CONFLICT DO NOTHING
     RETURNING event_id
 )
-INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id)
+INSERT INTO events (id, type, payload, idempotency_key, partner_id, search_keys, search_values, api_key_id,
+                    trace_context)
 SELECT v.id, v.type, v.payload::json, NULLIF(v.key, ''), NULLIF(v.partner_id, 0),
        CASE WHEN v.n_search > 0 THEN (@search_keys::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
        CASE WHEN v.n_search > 0 THEN (@search_values::text[])[v.search_at + 1 : v.search_at + v.n_search] END,
-       NULLIF(v.api_key_id, 0)
+       NULLIF(v.api_key_id, 0),
+       sqlc.narg('trace_context')::text
 FROM v
 WHERE v.key = '' OR v.id IN (SELECT event_id FROM taken)
 ORDER BY v.n

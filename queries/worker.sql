@@ -35,7 +35,9 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 -- (the wake path: an ingest's NOTIFY names the endpoints it queued for), so
 -- its cost follows the work rather than the number of endpoints; NULL looks
 -- at every endpoint. partner_url: the URL was last set by the partner, and
--- is dialled with the partner guard. See worker/architecture.md, "The claim".
+-- is dialled with the partner guard. trace_context, partner_id and
+-- send_traceparent serve traces (worker/tracing; trace_context is NULL for
+-- events ingested with traces off). See worker/architecture.md, "The claim".
 WITH live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
@@ -83,7 +85,8 @@ SELECT p.id, p.event_id, p.endpoint_id, p.attempt_count, p.max_attempts, p.statu
        e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
        e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
        e.egress_rev, e.postback_rules,
-       e.body_template, e.body_format, e.body_signature
+       e.body_template, e.body_format, e.body_signature,
+       ev.trace_context, e.partner_id, e.send_traceparent
 FROM picked p
 JOIN events ev ON ev.id = p.event_id
 JOIN endpoints e ON e.id = p.endpoint_id;
@@ -141,7 +144,8 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.max_attempts, fals
           e.kind, e.url, e.method, e.headers, e.timeout_ms, e.success_body_contains,
           e.secret_version, e.macro_style, e.signature_param, e.url_set_by = 'partner' AS partner_url,
           e.egress_rev, e.postback_rules,
-          e.body_template, e.body_format, e.body_signature;
+          e.body_template, e.body_format, e.body_signature,
+          ev.trace_context, e.partner_id, e.send_traceparent;
 
 -- name: DeliveryComplete :many
 -- Applies a batch of attempt outcomes, fenced by the attempt count each

@@ -38,6 +38,9 @@ type endpointJSON struct {
 	Preset         string `json:"preset"`
 	rulesJSON
 	DisabledReason string `json:"disabled_reason"`
+	// SendTraceparent: attempts carry a traceparent header while traces
+	// are on.
+	SendTraceparent bool `json:"send_traceparent"`
 	failureBudgetFields
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
@@ -91,6 +94,7 @@ func endpointView(e db.Endpoint) endpointJSON {
 		DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 		Filter: filterJSON(e.Filter), MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam,
 		Preset: e.Preset, failureBudgetFields: budgetFields(e), rulesJSON: conversionView(e),
+		SendTraceparent: e.SendTraceparent,
 	}
 }
 

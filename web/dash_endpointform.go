@@ -106,9 +106,10 @@ func (s *Server) formOf(c echo.Context, base endpointform.Form) (endpointform.Fo
 	if f.EndpointID != 0 {
 		f.Enabled = c.FormValue("enabled") == "true"
 	}
+	f.SendTraceparent = c.FormValue("send_traceparent") == "true"
 	f.Errors = map[string]string{}
 	in := endpointInput{PartnerID: f.PartnerID, Name: f.Name, Kind: f.Kind, URL: f.URL, Method: f.Method,
-		SuccessBodyContains: f.SuccessBodyContains, Enabled: &f.Enabled}
+		SuccessBodyContains: f.SuccessBodyContains, Enabled: &f.Enabled, SendTraceparent: &f.SendTraceparent}
 	if f.Kind == "postback" {
 		in.MacroStyle, in.SignatureParam, in.Preset = f.MacroStyle, f.SignatureParam, f.Preset
 		f.Rules = rulesFormOf(c)
@@ -263,7 +264,7 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		Name: e.Name, URL: e.URL, Method: e.Method, EventTypes: strings.Join(e.EventTypes, ", "),
 		SuccessBodyContains: e.SuccessBodyContains, MaxAttempts: strconv.Itoa(int(e.MaxAttempts)),
 		TimeoutMs: strconv.Itoa(int(e.TimeoutMs)), MaxInFlight: strconv.Itoa(int(e.MaxInFlight)),
-		FailureThreshold: strconv.Itoa(int(e.FailureThreshold)), Enabled: e.Enabled,
+		FailureThreshold: strconv.Itoa(int(e.FailureThreshold)), Enabled: e.Enabled, SendTraceparent: e.SendTraceparent,
 		DisableAfterFailures: strconv.Itoa(int(e.DisableAfterFailures)), DisableAfterHours: strconv.Itoa(int(e.DisableAfterHours)),
 		RetryWindow: retryWindow(int(e.MaxAttempts)), CSRF: principalOf(c).CSRF, Errors: map[string]string{},
 		MacroStyle: e.MacroStyle, SignatureParam: e.SignatureParam, Preset: e.Preset, Presets: presetViews(),

@@ -90,6 +90,10 @@ type endpointInput struct {
 	// credentials (api_endpoint_egress.go); nil leaves them as they are.
 	Egress     *egressInput `json:"egress"`
 	rulesInput              // postbacks: value maps and payout share
+	// SendTraceparent: each attempt carries a traceparent header naming
+	// its span (endpoint_tracing.go); nil keeps the stored setting (off
+	// for a new endpoint).
+	SendTraceparent *bool `json:"send_traceparent"`
 }
 
 // endpointConfig is a validated endpointInput with defaults applied.
@@ -121,6 +125,8 @@ type endpointConfig struct {
 	URLSetBy string
 	Rules    []byte     // a postback's rules as stored; nil for none
 	Body     bodyConfig // a POST postback's body
+	// SendTraceparent: nil keeps the stored setting.
+	SendTraceparent *bool
 }
 
 // fieldError is one validation problem, shown next to its field.
@@ -155,8 +161,8 @@ func inputFromEndpoint(e db.Endpoint) endpointInput {
 	if e.Burst != nil {
 		in.Burst = ptr(*e.Burst)
 	}
-	enabled := e.Enabled
-	in.Enabled = &enabled
+	enabled, traceparent := e.Enabled, e.SendTraceparent
+	in.Enabled, in.SendTraceparent = &enabled, &traceparent
 	return in
 }
 
@@ -176,6 +182,7 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		Method:              strings.ToUpper(strings.TrimSpace(in.Method)),
 		SuccessBodyContains: in.SuccessBodyContains,
 		Enabled:             in.Enabled == nil || *in.Enabled,
+		SendTraceparent:     in.SendTraceparent,
 	}
 	if c.PartnerID <= 0 {
 		fail("partner_id", "is required")

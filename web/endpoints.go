@@ -57,6 +57,9 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 		if e, err = s.saveFailureBudget(ctx, q, nil, e, cfg); err != nil {
 			return err
 		}
+		if e, err = saveTraceparent(ctx, q, e, cfg); err != nil {
+			return err
+		}
 		if len(cfg.Headers) > 0 {
 			headers, err := s.box.SealHeaders(e.ID, cfg.Headers)
 			if err != nil {
@@ -77,7 +80,7 @@ func (s *Server) createEndpoint(ctx context.Context, cfg endpointConfig, actor s
 			return err
 		}
 		return audit(ctx, q, actor, "endpoint.create", "endpoint", e.ID,
-			map[string]any{"name": e.Name, "kind": e.Kind, "partner_id": e.PartnerID})
+			map[string]any{"name": e.Name, "kind": e.Kind, "partner_id": e.PartnerID, "send_traceparent": e.SendTraceparent})
 	})
 	if err != nil {
 		return db.Endpoint{}, "", err
@@ -181,6 +184,9 @@ func (s *Server) updateEndpoint(ctx context.Context, q *db.Queries, cur db.Endpo
 	if e, err = s.saveFailureBudget(ctx, q, &cur, e, cfg); err != nil {
 		return db.Endpoint{}, err
 	}
+	if e, err = saveTraceparent(ctx, q, e, cfg); err != nil {
+		return db.Endpoint{}, err
+	}
 	return e, audit(ctx, q, actor, "endpoint.update", "endpoint", e.ID,
 		map[string]any{"changed": changedFields(cur, e, headersChanged)})
 }
@@ -217,6 +223,7 @@ func changedFields(a, b db.Endpoint, headers bool) []string {
 	add("body_signature", a.BodySignature != b.BodySignature)
 	add("disable_after_failures", a.DisableAfterFailures != b.DisableAfterFailures)
 	add("disable_after_hours", a.DisableAfterHours != b.DisableAfterHours)
+	add("send_traceparent", a.SendTraceparent != b.SendTraceparent)
 	if out == nil {
 		out = []string{}
 	}

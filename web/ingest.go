@@ -144,7 +144,7 @@ func (s *Server) ingestDecoded(ctx context.Context, by apiPrincipal, events []ev
 	// alone and the rest are stored in a new transaction: a batch is never
 	// failed whole by one event.
 	for {
-		err := s.storeEvents(ctx, ok, results)
+		err := s.storeTraced(ctx, ok, results)
 		var re *refusedEvent
 		if !errors.As(err, &re) {
 			if err != nil {
@@ -208,7 +208,10 @@ func refusedAsInput(err error) (*pgconn.PgError, bool) {
 // The events are inserted by one statement. Should PostgreSQL refuse one
 // of them as data, that statement cannot say which: the transaction is
 // rolled back and tried again with a statement per event, which does.
-func (s *Server) storeEvents(ctx context.Context, ok []validated, results []ingestResult) error {
+//
+// traceContext is the ingest request's trace context, stored with every
+// event (nil with traces off).
+func (s *Server) storeEvents(ctx context.Context, ok []validated, results []ingestResult, traceContext *string) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -219,7 +222,7 @@ func (s *Server) storeEvents(ctx context.Context, ok []validated, results []inge
 		notify := s.cfg.Worker == nil || !s.cfg.Worker.ClaimsEverything()
 		tx := db.NewTxPipeline(conn)
 		var queuedFor []int64
-		queuedFor, err = s.storeEventsIn(ctx, tx, ok, results, oneByOne, notify)
+		queuedFor, err = s.storeEventsIn(ctx, tx, ok, results, oneByOne, notify, traceContext)
 		if err == nil {
 			if s.cfg.Worker != nil && len(queuedFor) > 0 {
 				s.cfg.Worker.WakeFor(queuedFor...)
@@ -246,7 +249,7 @@ var errRefusedInSet = errors.New("an event of the set was refused")
 // storeEventsIn runs one try of storeEvents' transaction; queuedFor are
 // the endpoints it queued deliveries for, each once. notify makes the
 // fan-out send the wake-up NOTIFY.
-func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []validated, results []ingestResult, oneByOne, notify bool) (queuedFor []int64, err error) {
+func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []validated, results []ingestResult, oneByOne, notify bool, traceContext *string) (queuedFor []int64, err error) {
 	q := db.New(tx)
 	// The filters as of the transaction's first statement: one saved
 	// before it applies to these events.
@@ -263,7 +266,7 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 	}
 	inserted := make([]bool, len(ok))
 	if oneByOne {
-		if err := insertOneByOne(ctx, q, events, inserted); err != nil {
+		if err := insertOneByOne(ctx, q, events, inserted, traceContext); err != nil {
 			return nil, err
 		}
 	} else {
@@ -272,7 +275,9 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 			at[v.id] = i
 		}
 		var setErr error
-		q.EventInsertSet(ctx, db.EventSet(events)).Query(func(_ int, ids []uuid.UUID, err error) {
+		set := db.EventSet(events)
+		set[0].TraceContext = traceContext
+		q.EventInsertSet(ctx, set).Query(func(_ int, ids []uuid.UUID, err error) {
 			setErr = err
 			for _, id := range ids {
 				inserted[at[id]] = true
@@ -348,11 +353,12 @@ func (s *Server) storeEventsIn(ctx context.Context, tx *db.TxPipeline, ok []vali
 // insertOneByOne inserts events with a statement each, marking those
 // inserted (an idempotency key used before inserts nothing); it names the
 // event PostgreSQL refuses as data, if any.
-func insertOneByOne(ctx context.Context, q *db.Queries, events []db.NewEvent, inserted []bool) error {
+func insertOneByOne(ctx context.Context, q *db.Queries, events []db.NewEvent, inserted []bool, traceContext *string) error {
 	params := make([]db.EventInsertBatchParams, len(events))
 	for i, e := range events {
 		params[i] = db.EventInsertBatchParams{ID: e.ID, Type: e.Type, Payload: e.Payload, IdempotencyKey: e.IdempotencyKey,
-			PartnerID: e.PartnerID, SearchKeys: e.SearchKeys, SearchValues: e.SearchValues, APIKeyID: e.APIKeyID}
+			PartnerID: e.PartnerID, SearchKeys: e.SearchKeys, SearchValues: e.SearchValues, APIKeyID: e.APIKeyID,
+			TraceContext: traceContext}
 	}
 	var batchErr error
 	batchAt := 0

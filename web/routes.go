@@ -20,6 +20,7 @@ func (s *Server) routes() {
 	e.Pre(s.edge)
 	e.Use(middleware.RequestID())
 	e.Use(s.recoverPanics)
+	e.Use(s.traceIngest) // outside logRequests, which answers errors: the span sees the status
 	e.Use(s.logRequests)
 	e.Use(s.rejectUnstorableQuery)
 

@@ -30,6 +30,7 @@ import (
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // Config wires a Server. Pool, SecretKey, SessionKey and Guard are required.
@@ -86,6 +87,9 @@ type Config struct {
 	// Reads is the read replica the dashboard's heavy reads go to
 	// (HOOKLINE_READ_DATABASE_URL; nil: none), see reads.go.
 	Reads *replica.Reads
+	// Tracer makes the ingest requests' and fan-outs' spans; nil is
+	// traces off (ingest_trace.go).
+	Tracer *tracing.Tracer
 }
 
 // LocalWorker is what an ingest needs of a worker in the same process

@@ -174,6 +174,7 @@ func (w *Worker) claim(ctx context.Context, n int, ids []int64) ([]claimed, erro
 		return nil, err
 	}
 	w.metrics.observeClaim(time.Since(start), len(rows), err)
+	w.traceClaim(start, n, ids == nil, rows, err)
 	w.log.Debug("claim", "rows", len(rows), "asked", n, "ms", time.Since(start).Milliseconds())
 	if err != nil {
 		return nil, err
@@ -216,7 +217,7 @@ func (w *Worker) sendLoop(claimCtx, sendCtx context.Context) {
 			now := w.now()
 			o = outcome{d: q.d, res: sender.Result{ErrorClass: sender.ClassCanceled, Started: now}, finished: now}
 		} else {
-			o = w.deliver(sendCtx, q.d)
+			o = w.attempt(sendCtx, q.d)
 		}
 		w.results <- o
 		w.busy.Add(-1)
@@ -232,7 +233,7 @@ func (w *Worker) dispatch(ctx context.Context, d claimed) {
 	w.inflight.Add(1)
 	go func() {
 		defer w.inflight.Done()
-		o := w.deliver(ctx, d)
+		o := w.attempt(ctx, d)
 		o.leased = true
 		w.results <- o
 		w.busy.Add(-1)

@@ -125,6 +125,7 @@ func (w *Worker) flushWithRetry(batch []outcome) (lost []outcome) {
 		start := time.Now()
 		err := w.flush(ctx, batch)
 		cancel()
+		w.traceFlush(start, attempt, batch, err)
 		w.metrics.observeFlush(time.Since(start), err)
 		w.log.Debug("flush", "results", len(batch), "ms", time.Since(start).Milliseconds())
 		switch {

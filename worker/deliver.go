@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hookline/hookline/db"
@@ -38,6 +39,7 @@ type outcome struct {
 	// leased: the delivery was claimed with a lease (a breaker probe), not
 	// by reading; its completion is fenced by the lease.
 	leased bool
+	span   trace.SpanContext // the attempt's span; empty with traces off
 }
 
 // ended is when the attempt ended, as its attempt row has it: its start
@@ -128,6 +130,9 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		}
 		o.finished = w.now()
 		return o
+	}
+	if d.SendTraceparent {
+		w.traceHeader(ctx, req.Header)
 	}
 	if req.Egress, err = w.egressFor(ctx, d.EndpointID, d.EgressRev); err != nil {
 		w.log.Error("egress settings unavailable", "endpoint_id", d.EndpointID, "err", err)

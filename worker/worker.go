@@ -37,6 +37,7 @@ import (
 	"github.com/hookline/hookline/worker/ratelimit"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // Config wires a Worker. Pool, Guard, and Box or SecretKey are required.
@@ -111,6 +112,9 @@ type Config struct {
 	// HeldOpenAfter is how long a breaker stays open before a
 	// breaker.held_open notification (default notify.HeldOpenAfter).
 	HeldOpenAfter time.Duration
+	// Tracer makes the claim, attempt and completion spans; nil is traces
+	// off (worker/deliver_trace.go).
+	Tracer *tracing.Tracer
 }
 
 // Retention says how long telemetry and finished work are kept; a zero

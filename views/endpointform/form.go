@@ -36,6 +36,9 @@ type Form struct {
 	MaxAttempts, TimeoutMs, RatePerSec, Burst, MaxInFlight      string
 	FailureThreshold                                            string
 	Enabled                                                     bool
+	// SendTraceparent: attempts carry a traceparent header while traces
+	// are on.
+	SendTraceparent bool
 	// The failure budget: auto-disable after this many failed deliveries
 	// spanning at least this many hours.
 	DisableAfterFailures, DisableAfterHours string

@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/worker/mail"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // Config is everything hookline reads from the environment, validated.
@@ -78,6 +79,8 @@ type Config struct {
 	// SMTP is where email channels are sent (HOOKLINE_SMTP_*, read by
 	// worker/mail); nil: not configured.
 	SMTP *mail.Config
+	// Tracing is what the OTEL_* variables ask of traces (nil: off).
+	Tracing *tracing.Config
 }
 
 // Embedded: no DATABASE_URL, so hookline runs its own PostgreSQL in
@@ -242,6 +245,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	smtpCfg, smtpErrs := mail.FromEnv(getenv)
 	c.SMTP = smtpCfg
 	errs = append(errs, smtpErrs...)
+	var tracingErrs []error
+	c.Tracing, tracingErrs = tracing.FromEnv(getenv)
+	errs = append(errs, tracingErrs...)
 	return c, errors.Join(errs...)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/web"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/ssrf"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
 // ServeCommand is serve (runWeb and runWorker), web (runWeb alone) or
@@ -65,6 +66,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, runWeb, runWorker 
 		return err
 	}
 	defer closeApp()
+	var closeTracer func()
+	if a.tracer, closeTracer, err = tracing.Open(ctx, cfg.Tracing, Version, log); err != nil {
+		return err
+	}
+	defer closeTracer() // after every span has ended: it exports the last ones
 	// Everything that can fail is built before the first goroutine starts,
 	// so an early return never leaves one running on the closed pool.
 	var w *worker.Worker
@@ -112,7 +118,8 @@ type App struct {
 	// session is the pool whose connections keep their session (pool
 	// itself unless DATABASE_URL is pooled per transaction).
 	session *pgxpool.Pool
-	reads   *replica.Reads // the dashboard's read replica, or nil
+	reads   *replica.Reads  // the dashboard's read replica, or nil
+	tracer  *tracing.Tracer // nil: traces off
 }
 
 // Open resolves the keys, opens (and migrates) the database, and builds
@@ -152,6 +159,7 @@ func (a *App) Worker() (*worker.Worker, error) {
 		Metrics:       worker.NewMetrics(a.reg),
 		PublicURL:     a.cfg.PublicURL,
 		Mail:          a.cfg.SMTP,
+		Tracer:        a.tracer,
 	})
 }
 
@@ -182,6 +190,7 @@ func (a *App) WebServer(w *worker.Worker) (*web.Server, error) {
 		Worker:       local,
 		OIDC:         a.cfg.OIDC,
 		Reads:        a.reads,
+		Tracer:       a.tracer,
 	})
 }
 

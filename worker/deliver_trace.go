@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookline/hookline/worker/tracing"
+)
+
+// attempt is one attempt at a claimed delivery (deliver), in a span of its
+// own when traces are on (Config.Tracer): a client span whose parent is
+// the span of the request that ingested the event, read back from the
+// trace context the event was stored with. The producer's trace so goes
+// on across the queue, whichever process sends. An event stored with
+// traces off carries none, and its attempts start traces of their own.
+// With traces off this is deliver and nothing else: no allocation, no
+// clock read.
+func (w *Worker) attempt(ctx context.Context, d claimed) outcome {
+	t := w.cfg.Tracer
+	if t == nil {
+		return w.deliver(ctx, d)
+	}
+	if parent := tracing.Resumed(d.TraceContext); parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	ctx, span := t.Start(ctx, tracing.SpanAttempt, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		tracing.EventID.String(d.EventID.String()), tracing.EventType.String(d.EventType),
+		tracing.DeliveryID.Int64(d.ID), tracing.EndpointID.Int64(d.EndpointID), tracing.PartnerID.Int64(d.PartnerID),
+		tracing.Attempt.Int(int(d.AttemptCount)+1), tracing.HTTPMethod.String(d.Method)))
+	o := w.deliver(ctx, d)
+	if span.IsRecording() {
+		r := &o.res
+		span.SetAttributes(tracing.Outcome.String(string(r.Outcome)),
+			tracing.DurationMs.Float64(float64(r.Duration)/float64(time.Millisecond)))
+		if r.StatusCode != 0 {
+			span.SetAttributes(tracing.StatusCode.Int(r.StatusCode))
+		}
+		if r.ErrorClass != "" {
+			span.SetAttributes(tracing.ErrorType.String(r.ErrorClass))
+			span.SetStatus(codes.Error, r.Error)
+		}
+	}
+	span.End()
+	o.span = span.SpanContext()
+	return o
+}
+
+// traceHeader gives an attempt to an endpoint that asks for it
+// (send_traceparent) the traceparent of the attempt's span, so the
+// receiver's own trace joins the event's. With traces off there is no
+// span, and no header.
+func (w *Worker) traceHeader(ctx context.Context, h http.Header) {
+	if w.cfg.Tracer != nil {
+		tracing.Inject(ctx, h)
+	}
+}
+
+// traceClaim records one claim (started at start, with room for asked
+// rows, everywhere or at named endpoints) as a span linked to the traces
+// of the events it claimed: a claim serves many traces, so it is none's
+// child.
+func (w *Worker) traceClaim(start time.Time, asked int, everywhere bool, rows []claimed, err error) {
+	t := w.cfg.Tracer
+	if t == nil {
+		return
+	}
+	_, span := t.Start(context.Background(), tracing.SpanClaim, trace.WithTimestamp(start), trace.WithAttributes(
+		tracing.Asked.Int(asked), tracing.Deliveries.Int(len(rows)), tracing.Everywhere.Bool(everywhere)))
+	if span.IsRecording() {
+		links := 0
+		for i := range rows {
+			if links == tracing.MaxLinks {
+				break
+			}
+			if sc := tracing.Resumed(rows[i].TraceContext); sc.IsValid() {
+				span.AddLink(trace.Link{SpanContext: sc})
+				links++
+			}
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "claim failed")
+		}
+	}
+	span.End()
+}
