@@ -66,6 +66,7 @@ type rollbackError struct{}
 
 func (rollbackError) Error() string { return "rollback" }
 
-// setEgressUses fills what an endpoint's egress settings add to a result
-// (nothing before attempts recorded them).
-func setEgressUses(*sender.Result) {}
+// setEgressUses fills what an endpoint's egress settings add to a result.
+func setEgressUses(r *sender.Result) {
+	r.ClientCert, r.Credential = "CN=hookline,O=Partner", "oauth2"
+}
