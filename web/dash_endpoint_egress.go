@@ -144,6 +144,9 @@ func (s *Server) endpointEgressSave(c echo.Context) error {
 	if ae != nil && ae.Status == http.StatusUnprocessableEntity {
 		name, label := egressFormField(ae.Field)
 		f.Errors[name] = ae.Message
+		if strings.Contains(f.CABundle, "PRIVATE KEY") {
+			f.CABundle = "" // a key pasted in the wrong field is not shown back
+		}
 		f.Problems = append(f.Problems, label+": "+ae.Message)
 		return s.render(c, http.StatusUnprocessableEntity, egressform.Page(s.meta(c, "Egress of "+e.Name, layout.NavEndpoints), f))
 	}
