@@ -43,18 +43,23 @@ type Delivery struct {
 }
 
 type DeliveryAttempt struct {
-	ID              int64
-	DeliveryID      int64
-	EndpointID      int64
-	AttemptNo       int32
-	StartedAt       time.Time
-	DurationMs      float64
-	Outcome         string
-	StatusCode      *int32
-	ErrorClass      *string
-	Error           *string
-	ResponseExcerpt *string
-	ResponsePrivate *bool
+	ID                int64
+	DeliveryID        int64
+	EndpointID        int64
+	AttemptNo         int32
+	StartedAt         time.Time
+	DurationMs        float64
+	Outcome           string
+	StatusCode        *int32
+	ErrorClass        *string
+	Error             *string
+	ResponseExcerpt   *string
+	ResponsePrivate   *bool
+	EgressProxy       *string
+	TlsVersion        *string
+	TlsResumed        *bool
+	ClientCertSubject *string
+	Credential        *string
 }
 
 type Endpoint struct {

@@ -13,7 +13,7 @@ import (
 )
 
 const portalAttemptListByEvent = `-- name: PortalAttemptListByEvent :many
-SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt, a.response_private
+SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error_class, a.error, a.response_excerpt, a.response_private, a.egress_proxy, a.tls_version, a.tls_resumed, a.client_cert_subject, a.credential
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 JOIN endpoints e ON e.id = d.endpoint_id
@@ -51,6 +51,11 @@ func (q *Queries) PortalAttemptListByEvent(ctx context.Context, arg PortalAttemp
 			&i.Error,
 			&i.ResponseExcerpt,
 			&i.ResponsePrivate,
+			&i.EgressProxy,
+			&i.TlsVersion,
+			&i.TlsResumed,
+			&i.ClientCertSubject,
+			&i.Credential,
 		); err != nil {
 			return nil, err
 		}

@@ -16,13 +16,22 @@ INSERT INTO delivery_attempts (
 -- code of 0 and an empty error class, error or excerpt are stored as NULL,
 -- as AttemptInsert's nil. response_private: the connection went to an
 -- address only an allow list opened (the portal hides such an excerpt).
+-- How the attempt left (migration 00038) arrives as small numbers, so that
+-- encoding it allocates nothing per row: the proxy, the certificate's
+-- subject and the credential kind as 1-based places in @egress_names (the
+-- batch's distinct values; 0 for none, stored as NULL), the TLS version as
+-- its minor number plus one (4: 'TLS 1.3'; 0: plain HTTP, NULL), and
+-- tls_resumed only with a TLS version.
 INSERT INTO delivery_attempts (
     delivery_id, endpoint_id, attempt_no, started_at, duration_ms, outcome,
-    status_code, error_class, error, response_excerpt, response_private
+    status_code, error_class, error, response_excerpt, response_private,
+    egress_proxy, tls_version, tls_resumed, client_cert_subject, credential
 )
 SELECT a.delivery_id, a.endpoint_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome,
        NULLIF(a.status_code, 0), NULLIF(a.error_class, ''), NULLIF(a.error, ''), NULLIF(a.response_excerpt, ''),
-       a.response_private
+       a.response_private,
+       n.names[NULLIF(a.proxy, 0)], CASE WHEN a.tls > 0 THEN 'TLS 1.' || (a.tls - 1) END,
+       CASE WHEN a.tls > 0 THEN a.tls_resumed END, n.names[NULLIF(a.cert, 0)], n.names[NULLIF(a.credential, 0)]
 FROM (SELECT unnest(@delivery_ids::bigint[]) AS delivery_id,
              unnest(@endpoint_ids::bigint[]) AS endpoint_id,
              unnest(@attempt_nos::int[]) AS attempt_no,
@@ -33,7 +42,13 @@ FROM (SELECT unnest(@delivery_ids::bigint[]) AS delivery_id,
              unnest(@error_classes::text[]) AS error_class,
              unnest(@errors::text[]) AS error,
              unnest(@response_excerpts::text[]) AS response_excerpt,
-             unnest(@response_privates::bool[]) AS response_private) a;
+             unnest(@response_privates::bool[]) AS response_private,
+             unnest(@egress_proxies::int[]) AS proxy,
+             unnest(@tls_minors::int[]) AS tls,
+             unnest(@tls_resumeds::bool[]) AS tls_resumed,
+             unnest(@client_certs::int[]) AS cert,
+             unnest(@credentials::int[]) AS credential) a,
+     (SELECT @egress_names::text[] AS names) n;
 
 -- name: AttemptListByEvent :many
 -- Attempts of every delivery of one event, oldest first. not_before is
@@ -55,7 +70,8 @@ ORDER BY a.delivery_id, a.attempt_no, a.id;
 -- page costs the same however far back it is, and attempts written
 -- meanwhile never shift a page.
 SELECT a.id, a.delivery_id, a.attempt_no, a.started_at, a.duration_ms, a.outcome, a.status_code,
-       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status
+       a.error_class, a.error, a.response_excerpt, d.event_id, d.status AS delivery_status,
+       a.egress_proxy, a.tls_version, a.tls_resumed, a.client_cert_subject, a.credential
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 WHERE a.endpoint_id = @endpoint_id

@@ -96,6 +96,9 @@ type attemptJSON struct {
 	ErrorClass      *string   `json:"error_class"`
 	Error           *string   `json:"error"`
 	ResponseExcerpt *string   `json:"response_excerpt"`
+	// Egress is how the attempt left (proxy, TLS, client certificate,
+	// credential kind), null when it never did.
+	Egress *attemptEgressJSON `json:"egress"`
 }
 
 type deliveryJSON struct {
@@ -135,6 +138,7 @@ func (s *Server) apiEventGet(c echo.Context) error {
 		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], attemptJSON{
 			AttemptNo: a.AttemptNo, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
 			StatusCode: a.StatusCode, ErrorClass: a.ErrorClass, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
+			Egress: attemptEgressOf(a).json(apiKeyOf(c).PartnerID != nil),
 		})
 	}
 	out := make([]deliveryJSON, 0, len(dels))

@@ -84,6 +84,7 @@ func (s *Server) apiEndpointAttempts(c echo.Context) error {
 			attemptJSON: attemptJSON{
 				AttemptNo: a.AttemptNo, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
 				StatusCode: a.StatusCode, ErrorClass: a.ErrorClass, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
+				Egress: attemptEgressCols{a.EgressProxy, a.TlsVersion, a.TlsResumed, a.ClientCertSubject, a.Credential}.json(false),
 			},
 			DeliveryStatus: a.DeliveryStatus,
 		}

@@ -92,6 +92,7 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 		"/endpoints/:id":              {"/endpoints/" + id(orders), "/endpoints/" + id(legacy)},
 		"/endpoints/:id/health":       {"/endpoints/" + id(orders) + "/health"},
 		"/endpoints/:id/edit":         {"/endpoints/" + id(orders) + "/edit", "/endpoints/" + id(keitaro) + "/edit"},
+		"/endpoints/:id/egress":       {"/endpoints/" + id(orders) + "/egress"},
 		"/endpoints/retry-window":     {"/endpoints/retry-window?max_attempts=5"},
 		"/events":                     {"/events"},
 		"/events/new":                 {"/events/new"},

@@ -64,6 +64,9 @@ func (s *Server) endpointPage(c echo.Context) error {
 		return err
 	}
 	p := endpoint.PageData{Config: configView(r), Health: health, Chart: chart, Attempts: attempts, Secrets: secrets, CanOperate: canOperate}
+	if p.Egress, err = s.egressPanel(ctx, id, false, canOperate); err != nil {
+		return err
+	}
 	p.Signed = signedPostbackView(r.Endpoint)
 	return s.render(c, http.StatusOK, endpoint.Page(s.meta(c, r.Endpoint.Name, layout.NavEndpoints), p))
 }
@@ -120,7 +123,11 @@ func (s *Server) endpointTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res := s.testFire(ctx, cfg, keys, fireOpts{partner: cfg.URLSetBy == urlSetByPartner})
+	o := fireOpts{partner: cfg.URLSetBy == urlSetByPartner}
+	if o.egress, err = s.fireEgress(ctx, id, true); err != nil {
+		return err
+	}
+	res := s.testFire(ctx, cfg, keys, o)
 	if err := audit(ctx, s.q, principalOf(c).actor(), "endpoint.test_fire", "endpoint", id,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode}); err != nil {
 		return err

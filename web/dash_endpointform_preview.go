@@ -64,6 +64,9 @@ func (s *Server) formTestFire(c echo.Context) error {
 			// The saved URL of a partner's is dialled as the worker
 			// dials it.
 			o.partner = cur.URLSetBy == urlSetByPartner && strings.TrimSpace(in.URL) == cur.URL
+			if o.egress, err = s.fireEgress(c.Request().Context(), id, strings.TrimSpace(in.URL) == cur.URL); err != nil {
+				return err
+			}
 		}
 	}
 	guard := s.guard

@@ -28,7 +28,8 @@ func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.Delivery
 	byDelivery := map[int64][]event.Attempt{}
 	for _, a := range attempts {
 		at := event.Attempt{No: a.AttemptNo, At: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
-			Class: deref(a.ErrorClass), Error: deref(a.Error), Excerpt: deref(a.ResponseExcerpt)}
+			Class: deref(a.ErrorClass), Error: deref(a.Error), Excerpt: deref(a.ResponseExcerpt),
+			Egress: attemptEgressOf(a).view(isPortal(c))}
 		if a.StatusCode != nil {
 			at.StatusCode = int(*a.StatusCode)
 		}

@@ -56,7 +56,11 @@ func (s *Server) portalTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res := s.testFire(ctx, cfg, keys, fireOpts{partner: cfg.URLSetBy == urlSetByPartner, portal: true})
+	o := fireOpts{partner: cfg.URLSetBy == urlSetByPartner, portal: true}
+	if o.egress, err = s.fireEgress(ctx, r.Endpoint.ID, true); err != nil {
+		return err
+	}
+	res := s.testFire(ctx, cfg, keys, o)
 	if err := audit(ctx, s.q, portalOf(c).actor(), "endpoint.test_fire", "endpoint", r.Endpoint.ID,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode}); err != nil {
 		return err

@@ -178,6 +178,9 @@ func (s *Server) portalFormTestFire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.egress, err = s.fireEgress(ctx, r.Endpoint.ID, strings.TrimSpace(in.URL) == r.Endpoint.URL); err != nil {
+		return err
+	}
 	res := s.testFire(ctx, cfg, keys, o)
 	if err := audit(ctx, s.q, portalOf(c).actor(), "endpoint.test_fire", "endpoint", r.Endpoint.ID,
 		map[string]any{"outcome": res.Outcome, "status_code": res.StatusCode, "unsaved": true}); err != nil {

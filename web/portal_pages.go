@@ -114,6 +114,11 @@ func (s *Server) portalEndpointPage(c echo.Context) error {
 		EventTypes: e.EventTypes, Health: health, Chart: chart, Secrets: secrets, Dead: dead}
 	v.Headers, _ = secretbox.HeaderNames(e.Headers)
 	sort.Strings(v.Headers)
+	// Which proxy, CA, certificate and credential are in use; never the
+	// operator's proxy address or a credential's settings.
+	if v.Egress, err = s.egressPanel(c.Request().Context(), e.ID, true, false); err != nil {
+		return err
+	}
 	if portalOf(c).ManageEndpoints {
 		m := portalManage(c, e)
 		v.Manage = &m

@@ -169,6 +169,8 @@ func (s *Server) routes() {
 	d.POST("/endpoints/:id/enable", s.endpointEnable, operator)
 	d.POST("/endpoints/:id/test", s.endpointTestFire, operator)
 	d.POST("/endpoints/:id/rotate", s.endpointRotate, operator)
+	d.GET("/endpoints/:id/egress", s.endpointEgressPage, operator)
+	d.POST("/endpoints/:id/egress", s.endpointEgressSave, operator)
 
 	// Event log: every event, its deliveries and attempts; resend.
 	d.GET("/events", s.eventsPage, replica)

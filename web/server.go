@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,10 @@ type Config struct {
 	// Tracer makes the ingest requests' and fan-outs' spans; nil is
 	// traces off (ingest_trace.go).
 	Tracer *tracing.Tracer
+	// EgressProxy is the default egress proxy (HOOKLINE_EGRESS_PROXY), as
+	// the worker has it: test fires leave through it as deliveries do, and
+	// the endpoint page names it. nil: direct.
+	EgressProxy *url.URL
 }
 
 // LocalWorker is what an ingest needs of a worker in the same process
@@ -204,12 +209,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
+	s.send, err = sender.New(sender.Options{Guard: cfg.Guard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now, Proxy: cfg.EgressProxy})
 	if err != nil {
 		return nil, err
 	}
 	s.partnerGuard = cfg.PartnerGuard
-	s.partnerSend, err = sender.New(sender.Options{Guard: cfg.PartnerGuard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now})
+	s.partnerSend, err = sender.New(sender.Options{Guard: cfg.PartnerGuard, UserAgent: "hookline/" + cfg.Version, Now: cfg.Now, Proxy: cfg.EgressProxy})
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type fireOpts struct {
 	// in the request, refusals without the operator's configuration hints,
 	// and no response body from an address that is not public.
 	portal bool
+	// egress is the saved endpoint's way out (fireEgress), nil for none
+	// or an unsaved endpoint.
+	egress *sender.Egress
 }
 
 // testFire sends one sample event to a (saved or not yet saved) endpoint
@@ -68,8 +71,10 @@ func (s *Server) testFire(ctx context.Context, cfg endpointConfig, keys [][]byte
 	if o.partner {
 		send = s.partnerSend
 	}
+	req.Request.Egress = o.egress
 	r := send.Send(ctx, req.Request)
 	res.Outcome, res.Class, res.StatusCode = string(r.Outcome), r.ErrorClass, r.StatusCode
+	res.Left = testEgress(r, o.portal)
 	res.DurationMs = float64(r.Duration) / float64(time.Millisecond)
 	res.Error, res.Excerpt, res.RemoteAddr = r.Error, r.Excerpt, r.RemoteAddr
 	if o.portal && r.RemoteClass != ssrf.ClassPublic {

@@ -16,7 +16,6 @@ import (
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/notify"
 	"github.com/hookline/hookline/worker/sender"
-	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // completer collects outcomes into batches of up to FlushSize, closed
@@ -382,33 +381,6 @@ func countsForBreaker(o *outcome) bool {
 		return false
 	}
 	return o.res.Outcome != sender.Gone
-}
-
-// attemptRows are the attempts of a batch's applied results, as the
-// parallel arrays AttemptInsertRows takes.
-func attemptRows(batch []outcome, applied map[int64]bool) db.AttemptInsertRowsParams {
-	var a db.AttemptInsertRowsParams
-	for i := range batch {
-		o := &batch[i]
-		d, r := &o.d, &o.res
-		if !applied[d.ID] || r.ErrorClass == sender.ClassCanceled {
-			continue
-		}
-		a.DeliveryIds = append(a.DeliveryIds, d.ID)
-		a.EndpointIds = append(a.EndpointIds, d.EndpointID)
-		a.AttemptNos = append(a.AttemptNos, d.AttemptCount+1)
-		a.StartedAts = append(a.StartedAts, r.Started)
-		a.DurationsMs = append(a.DurationsMs, float64(r.Duration)/float64(time.Millisecond))
-		a.Outcomes = append(a.Outcomes, string(r.Outcome))
-		a.StatusCodes = append(a.StatusCodes, int32(r.StatusCode))
-		a.ErrorClasses = append(a.ErrorClasses, r.ErrorClass)
-		a.Errors = append(a.Errors, r.Error)
-		a.ResponseExcerpts = append(a.ResponseExcerpts, r.Excerpt)
-		// An address only an allow list opened: the portal hides what
-		// it answered.
-		a.ResponsePrivates = append(a.ResponsePrivates, r.RemoteClass != ssrf.ClassNone && r.RemoteClass != ssrf.ClassPublic)
-	}
-	return a
 }
 
 // breakerCandidates are the endpoints (sorted, each once) whose health

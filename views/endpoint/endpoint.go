@@ -32,6 +32,7 @@ type PageData struct {
 	Secrets    Secrets
 	CanOperate bool
 	Signed     SignedPostback // a signed postback's verification help
+	Egress     Egress         // how its requests leave
 }
 
 // Config is what the endpoint is.
@@ -182,6 +183,17 @@ type TestResult struct {
 	ExcerptHidden bool
 	RemoteAddr    string
 	Verdicts      []Verdict
+	// Left is how the request left (proxy, TLS, client certificate,
+	// credential kind); nil when nothing was sent.
+	Left *TestEgress
+}
+
+// TestEgress is how a test fire left: never a key or a value.
+type TestEgress struct {
+	Proxy      string // "direct", the proxy's URL, or "egress proxy" in the portal
+	TLS        string // "TLS 1.3, session resumed", "plain HTTP"
+	ClientCert string // the subject offered, "" for none
+	Credential string // none | basic | oauth2
 }
 
 // Verdict is the SSRF guard's decision on one resolved address.

@@ -66,6 +66,29 @@ type Attempt struct {
 	Class      string
 	Error      string
 	Excerpt    string
+	// Egress is how the attempt left; nil when it never did (or was
+	// recorded before attempts kept it).
+	Egress *AttemptEgress
+}
+
+// AttemptEgress is how one attempt left: never a key or a value.
+type AttemptEgress struct {
+	Proxy      string // "direct", the proxy's URL, or "egress proxy" in the portal
+	TLSVersion string // "TLS 1.3"; "" for plain HTTP
+	Resumed    bool
+	ClientCert string // the client certificate's subject, "" for none
+	Credential string // none | basic | oauth2
+}
+
+// TLS is the attempt's TLS as the log shows it.
+func (e AttemptEgress) TLS() string {
+	switch {
+	case e.TLSVersion == "":
+		return "plain HTTP"
+	case e.Resumed:
+		return e.TLSVersion + ", session resumed"
+	}
+	return e.TLSVersion + ", full handshake"
 }
 
 // CurlID is the element id of a delivery's curl command.

@@ -75,6 +75,7 @@ type Endpoint struct {
 	Chart      components.ChartData
 	Secrets    Secrets
 	Dead       Dead
+	Egress     endpoint.Egress // set by the operator; shown without values
 	// Manage is the event types and disable / enable panel; nil unless the
 	// operator allows this partner to manage its endpoints.
 	Manage *Manage

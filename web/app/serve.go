@@ -191,6 +191,7 @@ func (a *App) WebServer(w *worker.Worker) (*web.Server, error) {
 		OIDC:         a.cfg.OIDC,
 		Reads:        a.reads,
 		Tracer:       a.tracer,
+		EgressProxy:  a.cfg.EgressProxy,
 	})
 }
 

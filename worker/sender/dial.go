@@ -28,7 +28,9 @@ type connAddr struct {
 	ip    netip.AddrPort // the destination's checked address
 	str   string         // ip as text
 	class ssrf.Class
-	proxy string // host:port of the egress proxy, "" when direct
+	// proxy is the egress proxy as Result.Proxy has it (http://host:port),
+	// "" when direct: made once per connection, not per attempt.
+	proxy string
 	tls   uint16 // negotiated TLS version, 0 for plain HTTP
 	// resumed: the TLS handshake resumed an earlier session.
 	resumed bool
@@ -200,7 +202,7 @@ func (c *client) dialProxy(ctx context.Context, addr string) (net.Conn, *connAdd
 		return nil, nil, &ProxyError{Proxy: proxyAddr, Err: errors.New("unexpected data after the CONNECT answer")}
 	}
 	raw.SetDeadline(time.Time{})
-	return raw, &connAddr{ip: dest, proxy: proxyAddr}, nil
+	return raw, &connAddr{ip: dest, proxy: "http://" + proxyAddr}, nil
 }
 
 // proxyFailure wraps an exchange error with the proxy; a deadline is a

@@ -92,6 +92,7 @@ type client struct {
 	auth         Authorizer
 	rev          int64
 	cert         *x509.Certificate // the client certificate's leaf, for its expiry
+	certSubject  string            // cert's subject, as Result.ClientCert reports it
 
 	hc *http.Client // for the token endpoint, when auth is set
 }
@@ -128,7 +129,7 @@ func (s *Sender) newClient(e *Egress) (*client, error) {
 				}
 				cert.Leaf = leaf
 			}
-			c.cert = cert.Leaf
+			c.cert, c.certSubject = cert.Leaf, cert.Leaf.Subject.String()
 			// Presented whenever the receiver asks, even when its list of
 			// acceptable CAs does not name the issuer (crypto/tls would
 			// then send none): the receiver's refusal says more than

@@ -313,6 +313,9 @@ func TestSendMutualTLS(t *testing.T) {
 		if subject.Load() != "hookline-client" {
 			t.Fatalf("receiver saw %v", subject.Load())
 		}
+		if res.ClientCert != "CN=hookline-client,O=hookline tests" || res.Credential != "" || res.TLSVersion != tls.VersionTLS13 {
+			t.Fatalf("result reports certificate %q, credential %q, TLS %x", res.ClientCert, res.Credential, res.TLSVersion)
+		}
 	})
 	t.Run("missing certificate", func(t *testing.T) {
 		wantFail(t, send(t, s, Request{URL: srv.URL}), Permanent, ClassTLS, "the receiver requires a client certificate")
@@ -320,6 +323,9 @@ func TestSendMutualTLS(t *testing.T) {
 	t.Run("wrong certificate", func(t *testing.T) {
 		res := send(t, s, Request{URL: srv.URL, Egress: &Egress{Key: "wrong", Rev: 1, Certificate: cert(serverCA, sendertest.Leaf{CommonName: "stranger"})}})
 		wantFail(t, res, Permanent, ClassTLS, "the receiver refused the client certificate")
+		if !strings.HasPrefix(res.ClientCert, "CN=stranger") {
+			t.Fatalf("a refused certificate is reported as %q", res.ClientCert)
+		}
 	})
 	t.Run("expired certificate", func(t *testing.T) {
 		old := cert(clientCA, sendertest.Leaf{CommonName: "old", NotBefore: testNow.AddDate(0, -2, 0), NotAfter: testNow.AddDate(0, 0, -1)})
@@ -397,9 +403,13 @@ func TestSendCredentials(t *testing.T) {
 	s := newTestSender(t, Options{RootCAs: ca.Pool()})
 
 	t.Run("basic", func(t *testing.T) {
-		wantOK(t, send(t, s, Request{URL: srv.URL, Egress: &Egress{Key: "b", Rev: 1, Auth: Basic("partner", "pw")}}))
+		res := send(t, s, Request{URL: srv.URL, Egress: &Egress{Key: "b", Rev: 1, Auth: Basic("partner", "pw")}})
+		wantOK(t, res)
 		if _, ok := seen.Load("Basic cGFydG5lcjpwdw=="); !ok {
 			t.Fatal("no basic credentials arrived")
+		}
+		if res.Credential != "basic" || res.ClientCert != "" {
+			t.Fatalf("result reports credential %q, certificate %q", res.Credential, res.ClientCert)
 		}
 	})
 	tokens := newTokenServer(t, ca, time.Hour)

@@ -130,6 +130,13 @@ type Result struct {
 	// for plain HTTP; TLSResumed that its handshake resumed a session.
 	TLSVersion uint16
 	TLSResumed bool
+	// ClientCert is the subject of the client certificate offered to an
+	// HTTPS receiver (Egress.Certificate), "" when none; Credential is the
+	// kind of receiver credential sent (Authorizer.Kind: "basic",
+	// "oauth2"), "" when none. Never a key or a value: both are stored
+	// with the attempt and shown, to partners too.
+	ClientCert string
+	Credential string
 }
 
 // Options configures a Sender.
@@ -473,6 +480,12 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 		if once {
 			defer c.closeIdle()
 		}
+		if c.cert != nil && u.Scheme == "https" {
+			res.ClientCert = c.certSubject
+		}
+		if c.auth != nil {
+			res.Credential = c.auth.Kind()
+		}
 		if c.cert != nil && s.now().After(c.cert.NotAfter) {
 			fail(res, Permanent, ClassTLS, "tls: the client certificate expired on "+c.cert.NotAfter.UTC().Format(time.DateOnly))
 			return
@@ -521,9 +534,6 @@ func (s *Sender) send(parent context.Context, r Request, res *Result) {
 	if ca, ok := resp.RemoteAddr().(*connAddr); ok {
 		res.RemoteAddr, res.RemoteClass = ca.str, ca.class
 		res.Proxy, res.TLSVersion, res.TLSResumed = ca.proxy, ca.tls, ca.resumed
-		if res.Proxy != "" {
-			res.Proxy = "http://" + res.Proxy
-		}
 		if err != nil {
 			if tlsErr := ca.tlsErr.Load(); tlsErr != nil {
 				err = *tlsErr
