@@ -25,7 +25,11 @@ func TestHTTPSSmall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, d := range []TLSDrain{r.HTTP, r.HTTPS, r.HTTPSClose} {
-		if d.Worker.Count != 200 || d.Raw.Count != 200 || d.WorkerCPU <= 0 || d.RawCPU <= 0 {
+		want := 200
+		if d.Name == "HTTPS, closed after each" {
+			want = 48 // a quarter, in whole events of 4 endpoints
+		}
+		if d.Worker.Count != want || d.Raw.Count != want || d.WorkerCPU <= 0 || d.RawCPU <= 0 {
 			t.Fatalf("%s: %+v", d.Name, d)
 		}
 	}
@@ -40,8 +44,8 @@ func TestHTTPSSmall(t *testing.T) {
 	// Closed after each answer: a handshake per delivery at least (a
 	// kept-alive connection closed under a send is resent on a new one),
 	// and the sender resumes its sessions.
-	if r.HTTPSClose.Handshakes < 200 || r.HTTPSClose.Resumed < r.HTTPSClose.Handshakes/2 {
-		t.Fatalf("HTTPS closed after each: %d handshakes, %d resumed, for 200 deliveries", r.HTTPSClose.Handshakes, r.HTTPSClose.Resumed)
+	if r.HTTPSClose.Handshakes < 48 || r.HTTPSClose.Resumed < r.HTTPSClose.Handshakes/2 {
+		t.Fatalf("HTTPS closed after each: %d handshakes, %d resumed, for 48 deliveries", r.HTTPSClose.Handshakes, r.HTTPSClose.Resumed)
 	}
 	if r.SteadyHandshakes == 0 || r.SteadyHTTPS.Delivered == 0 || r.SteadyHTTPS.Delivered != r.SteadyHTTPS.Deliveries || r.SteadyHTTP.Delivered == 0 {
 		t.Fatalf("steady: HTTP %d of %d delivered, HTTPS %d of %d with %d handshakes",
