@@ -32,6 +32,7 @@ import (
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker"
+	"github.com/hookline/hookline/worker/egress"
 	"github.com/hookline/hookline/worker/filter"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/signing"
@@ -74,6 +75,10 @@ type Options struct {
 	Processes  bool
 	Executable string
 	Logger     *slog.Logger
+	// sender, when set, is the sender of the raw phase and of every
+	// worker, kept from one to the next with its connections (the HTTPS
+	// bench: a drain of deliveries over connections the warm-up opened).
+	sender *sender.Sender
 }
 
 // Report holds one run's figures.
@@ -299,6 +304,7 @@ type receiver struct {
 	srv   *http.Server
 	url   string
 	count atomic.Int64
+	tls   *receiverTLS // nil: plain HTTP
 }
 
 const receiverCountPath = "/_bench/count"
@@ -312,8 +318,14 @@ func listenReceiver(addr string, delay time.Duration) (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{url: "http://" + ln.Addr().String()}
-	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := &receiver{}
+	serveReceiver(r, ln, receiverHandler(r, delay), nil, false)
+	return r, nil
+}
+
+// receiverHandler answers as the drain's receiver does.
+func receiverHandler(r *receiver, delay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodGet && req.URL.Path == receiverCountPath {
 			_, _ = io.WriteString(w, strconv.FormatInt(r.count.Load(), 10))
 			return
@@ -324,20 +336,22 @@ func listenReceiver(addr string, delay time.Duration) (*receiver, error) {
 		}
 		r.count.Add(1)
 		w.WriteHeader(http.StatusOK)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go r.srv.Serve(ln)
-	return r, nil
+	})
 }
 
 func (r *receiver) close() { _ = r.srv.Close() }
 
 func raw(ctx context.Context, guard *ssrf.Guard, rcv *receiver, o Options, payload []byte) (Phase, error) {
-	s, err := sender.New(sender.Options{Guard: guard, UserAgent: "hookline/bench", MaxIdleConnsPerHost: o.Concurrency})
-	if err != nil {
-		return Phase{}, err
+	s := o.sender
+	if s == nil {
+		var err error
+		if s, err = sender.New(sender.Options{Guard: guard, UserAgent: "hookline/bench", MaxIdleConnsPerHost: o.Concurrency}); err != nil {
+			return Phase{}, err
+		}
+		defer s.Close()
 	}
-	defer s.Close()
 	keys := [][]byte{make([]byte, 32)}
+	trust := rcv.egress()
 	var next atomic.Int64
 	var failed atomic.Int64
 	var wg sync.WaitGroup
@@ -352,7 +366,7 @@ func raw(ctx context.Context, guard *ssrf.Guard, rcv *receiver, o Options, paylo
 				h := http.Header{}
 				h.Set("Content-Type", "application/json")
 				signing.Headers(h, keys, fmt.Sprint("ev-", i), time.Now(), payload)
-				res := s.Send(ctx, sender.Request{Method: "POST", URL: fmt.Sprintf("%s/ep%d", rcv.url, i%int64(o.Endpoints)), Header: h, Body: payload, Timeout: 15 * time.Second})
+				res := s.Send(ctx, sender.Request{Method: "POST", URL: fmt.Sprintf("%s/ep%d", rcv.url, i%int64(o.Endpoints)), Header: h, Body: payload, Timeout: 15 * time.Second, Egress: trust})
 				if res.Outcome != sender.OK {
 					failed.Add(1)
 				}
@@ -406,6 +420,15 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 		}
 		if err := q.EndpointHealthCreate(ctx, e.ID); err != nil {
 			return err
+		}
+		if rcv.tls != nil {
+			// What POST /api/v1/endpoints stores for an egress object
+			// with a ca_bundle and nothing else.
+			if _, err := q.EndpointEgressSet(ctx, db.EndpointEgressSetParams{
+				EndpointID: e.ID, CaBundle: string(rcv.tls.caPEM), AuthKind: egress.AuthNone, OauthScopes: []string{},
+			}); err != nil {
+				return err
+			}
 		}
 		secret, _ := signing.NewSecret(rand.Reader)
 		sealed, _ := box.Seal(e.ID, []byte(secret))
@@ -569,7 +592,7 @@ func runWorker(ctx context.Context, pool *pgxpool.Pool, key []byte, guard *ssrf.
 	target := rcv.count.Load() + int64(o.Deliveries)
 	w, err := worker.New(worker.Config{
 		Pool: pool, SecretKey: key, Guard: guard, UserAgent: "hookline/bench",
-		Concurrency: o.Concurrency, Logger: o.Logger,
+		Concurrency: o.Concurrency, Logger: o.Logger, Sender: o.sender,
 	})
 	if err != nil {
 		return Phase{}, err

@@ -45,6 +45,7 @@ func Flags(fs *flag.FlagSet, std app.Stdio) func() (app.Run, error) {
 	soak := fs.Duration("soak", 0, "with -rate: a soak; report throughput, latency, table sizes and RSS for every interval this long (e.g. 1m)")
 	timelineFile := fs.String("timeline", "", "with -rate: write each second's latency (event created to the receiver, p50, p99, max) to this CSV file")
 	retain := fs.Duration("retain-delivered", 0, "with -soak: keep delivered deliveries and their events this long (at least three intervals) instead of 7 days, so retention deletes within the soak")
+	httpsMode := fs.Bool("https", false, "instead of the drain: drain over HTTP, over HTTPS (a CA made for the run, trusted through each endpoint's CA bundle) and over HTTPS to a receiver that closes the connection after every answer, then -rate events/s (default 1000, each to one endpoint) over HTTP and over HTTPS for -duration: CPU per delivery, TLS handshakes and enqueue → 1st attempt latency, back to back")
 	liveReads := fs.Bool("live-reads", true, "with -retain-delivered: read each second's enqueue → 1st attempt latencies during the run, before retention takes their rows; false reads them only at the end (the intervals retention took then report none) and spares PostgreSQL that work during the soak")
 	return func() (app.Run, error) {
 		if *sink != "" {
@@ -57,6 +58,10 @@ func Flags(fs *flag.FlagSet, std app.Stdio) func() (app.Run, error) {
 			return func(ctx context.Context, _ app.Config, log *slog.Logger) error {
 				return Sink(ctx, *sink, o.ReceiverDelay, std.Out)
 			}, nil
+		}
+		if *httpsMode {
+			return httpsCommand(o, *rate, *duration, *warmup, *batch, *ingesters, std)(
+				o.Processes || *eventLog || *soak != 0 || *timelineFile != "" || *retain != 0 || *profile != "")
 		}
 		if *timelineFile != "" && *rate == 0 {
 			return nil, errors.New("--timeline goes with --rate")
@@ -151,6 +156,38 @@ func Flags(fs *flag.FlagSet, std app.Stdio) func() (app.Run, error) {
 				o.CPUProfile = f
 			}
 			_, err := Run(ctx, o, std.Out)
+			return err
+		}, nil
+	}
+}
+
+// httpsCommand checks the flags of bench -https (others is whether a flag
+// of another mode was given) and returns its run.
+func httpsCommand(o Options, rate int, duration, warmup time.Duration, batch, ingesters int, std app.Stdio) func(others bool) (app.Run, error) {
+	return func(others bool) (app.Run, error) {
+		if others {
+			return nil, errors.New("--https runs its own drains and steady rates; it does not go with --processes, --eventlog, --soak, --timeline, --retain-delivered or --cpuprofile")
+		}
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"deliveries", o.Deliveries}, {"endpoints", o.Endpoints}, {"concurrency", o.Concurrency}, {"batch", batch}, {"ingesters", ingesters}} {
+			if f.v < 1 {
+				return nil, fmt.Errorf("--%s %d: want at least 1", f.name, f.v)
+			}
+		}
+		if rate < 0 {
+			return nil, fmt.Errorf("--rate %d: want at least 1, or 0 for 1000 with --https", rate)
+		}
+		if duration <= 0 || warmup < 0 {
+			return nil, fmt.Errorf("--duration %s, --warmup %s: want a positive duration (--warmup 0: the default)", duration, warmup)
+		}
+		if o.PayloadBytes < 0 || o.ReceiverDelay < 0 {
+			return nil, errors.New("--payload-bytes and --receiver-delay cannot be negative")
+		}
+		return func(ctx context.Context, _ app.Config, log *slog.Logger) error {
+			o.Logger = log
+			_, err := HTTPS(ctx, HTTPSOptions{Options: o, Rate: rate, Duration: duration, Warmup: warmup, Batch: batch, Ingesters: ingesters}, std.Out)
 			return err
 		}, nil
 	}

@@ -80,6 +80,9 @@ type SteadyOptions struct {
 	Timeline io.Writer
 	// retentionEvery overrides the worker's retention period (tests).
 	retentionEvery time.Duration
+	// tls, when set, makes the receiver speak TLS, trusted through each
+	// endpoint's CA bundle (the HTTPS bench).
+	tls *receiverTLS
 }
 
 // Percentiles of a latency distribution.
@@ -209,13 +212,14 @@ func (a *arrivals) get(id, path string) (time.Time, bool) {
 
 // newTimingReceiver is the loopback partner of newReceiver that also
 // notes each request's arrival time under its webhook-id.
-func newTimingReceiver(delay time.Duration, arr *arrivals, tl *timeline) (*receiver, error) {
+// With t it speaks TLS.
+func newTimingReceiver(delay time.Duration, arr *arrivals, tl *timeline, t *receiverTLS) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{url: "http://" + ln.Addr().String()}
-	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := &receiver{}
+	serveReceiver(r, ln, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
 		_, _ = io.Copy(io.Discard, req.Body)
 		arr.add(req.Header.Get(signing.HeaderID), req.URL.Path, now)
@@ -225,8 +229,7 @@ func newTimingReceiver(delay time.Duration, arr *arrivals, tl *timeline) (*recei
 		}
 		r.count.Add(1)
 		w.WriteHeader(http.StatusOK)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go r.srv.Serve(ln)
+	}), t, false)
 	return r, nil
 }
 
@@ -260,7 +263,7 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	if o.Timeline != nil || o.Soak > 0 {
 		tl = &timeline{}
 	}
-	rcv, err := newTimingReceiver(o.ReceiverDelay, arr, tl)
+	rcv, err := newTimingReceiver(o.ReceiverDelay, arr, tl, o.tls)
 	if err != nil {
 		return r, err
 	}
