@@ -168,3 +168,19 @@ func TestProcessEnvGODEBUG(t *testing.T) {
 		t.Errorf("GODEBUG %q without one in the bench's environment", got)
 	}
 }
+
+// TestProcessEnvTracing: the OTEL_* variables the bench runs with reach the
+// topology's processes, so `OTEL_... hookline bench` measures traces on.
+func TestProcessEnvTracing(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:14318")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
+	env, err := processEnv("postgres://u@db.invalid/h", "127.0.0.1:1", t.TempDir(), Options{Concurrency: 1}, 10, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:14318", "OTEL_TRACES_SAMPLER_ARG=0.01"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("%s not passed on: %q", want, env)
+		}
+	}
+}
