@@ -85,6 +85,43 @@ func (q *Queries) ConversionDays(ctx context.Context, arg ConversionDaysParams) 
 	return items, nil
 }
 
+const conversionEndpoints = `-- name: ConversionEndpoints :many
+SELECT e.id, e.name, e.partner_id
+FROM endpoints e
+WHERE e.kind = 'postback' AND e.postback_rules ->> 'fire_on' = 'change'
+  AND ($1::bigint IS NULL OR e.partner_id = $1)
+ORDER BY e.name, e.id
+`
+
+type ConversionEndpointsRow struct {
+	ID        int64
+	Name      string
+	PartnerID int64
+}
+
+// The postback endpoints that fire on a status change (postback_rules
+// fire_on "change"), for the conversions view's filter; partner_id, when
+// set, keeps one partner's. Reads only.
+func (q *Queries) ConversionEndpoints(ctx context.Context, partnerID *int64) ([]ConversionEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, conversionEndpoints, partnerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConversionEndpointsRow{}
+	for rows.Next() {
+		var i ConversionEndpointsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.PartnerID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const conversionHistory = `-- name: ConversionHistory :many
 SELECT h.id, h.event_id, h.delivery_id, h.attempt_no, h.producer_status, h.status, h.outcome, h.reason,
        h.rejection, h.payout, h.currency, h.at

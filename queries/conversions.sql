@@ -145,3 +145,13 @@ WHERE (c.endpoint_id, c.conversion_key) IN (
 -- Retention: deletes a batch of history rows past their expiry.
 DELETE FROM conversion_history h
 WHERE h.id IN (SELECT o.id FROM conversion_history o WHERE o.expires_at < @before ORDER BY o.expires_at LIMIT @batch_size);
+
+-- name: ConversionEndpoints :many
+-- The postback endpoints that fire on a status change (postback_rules
+-- fire_on "change"), for the conversions view's filter; partner_id, when
+-- set, keeps one partner's. Reads only.
+SELECT e.id, e.name, e.partner_id
+FROM endpoints e
+WHERE e.kind = 'postback' AND e.postback_rules ->> 'fire_on' = 'change'
+  AND (sqlc.narg('partner_id')::bigint IS NULL OR e.partner_id = sqlc.narg('partner_id'))
+ORDER BY e.name, e.id;
