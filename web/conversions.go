@@ -59,7 +59,7 @@ func conversionQuery(c echo.Context, now time.Time) (conversionFilter, error) {
 		f.Status = &v
 	}
 	today := now.UTC().Truncate(24 * time.Hour)
-	f.To, f.From = today, today.AddDate(0, 0, -(defaultConversionDays - 1))
+	f.To, f.From = today, today.AddDate(0, 0, -(defaultConversionDays-1))
 	for _, d := range []struct {
 		name string
 		dst  *time.Time
