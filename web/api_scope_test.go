@@ -58,6 +58,8 @@ var apiRouteScopes = map[string]struct {
 	"POST /api/v1/replays/:id/cancel":             {nil, false},
 	"GET /api/v1/stats":                           {[]string{account.ScopeRead}, false},
 	"GET /api/v1/audit":                           {[]string{account.ScopeRead}, false},
+	"GET /api/v1/conversions":                     {[]string{account.ScopeRead}, true},
+	"GET /api/v1/conversions/history":             {[]string{account.ScopeRead}, true},
 	"GET /api/v1/dead-letters/clusters":           {[]string{account.ScopeRead}, false},
 	"POST /api/v1/dead-letters/replay":            {nil, false},
 	"POST /api/v1/partners/:id/portal-links":      {nil, false},
