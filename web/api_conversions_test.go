@@ -150,6 +150,17 @@ func TestConversionsPages(t *testing.T) {
 	if res.StatusCode != http.StatusOK || doc.Find(`[data-testid=conversion-step][data-outcome=suppressed]`).Length() != 1 {
 		t.Fatalf("history: %d", res.StatusCode)
 	}
+	// The repeated approval's event page: suppressed, with the reason.
+	var repeat string
+	if err := env.pool.QueryRow(t.Context(), "SELECT event_id::text FROM conversion_history WHERE outcome = 'suppressed'").Scan(&repeat); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = op.get("/events/" + repeat)
+	d := testid(doc, "delivery")
+	if s := strings.TrimSpace(d.Find(`[data-testid=delivery-status]`).First().Text()); s != "suppressed" ||
+		!strings.Contains(d.Find(`[data-testid=attempt]`).Text(), `status "sale" unchanged`) {
+		t.Errorf("event page of the repeat: %q (%s)", s, d.Text())
+	}
 	portal := env.portalSignIn(base, alpha, "Alpha")
 	res, doc = portal.get("/portal/conversions")
 	body := doc.Text()
