@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hookline/hookline/db"
+	"github.com/hookline/hookline/db/dbtest"
 	"github.com/hookline/hookline/worker/postback"
 	"github.com/hookline/hookline/worker/sender"
 )
@@ -225,4 +226,59 @@ func TestConversionGateRace(t *testing.T) {
 			t.Fatalf("after %s: %d sends, want %d", status, fired.Load(), want)
 		}
 	}
+}
+
+// BenchmarkConversionGate is what conversion state costs one delivery of
+// an endpoint with fire_on "change": its decision and reservation (one
+// transaction before the send) and its settlement (one after), on a real
+// database. "fire" is a new status each time; "suppress" an unchanged one,
+// which costs the decision's transaction alone.
+func BenchmarkConversionGate(b *testing.B) {
+	pool := dbtest.Pool(b)
+	q := db.New(pool)
+	ctx := context.Background()
+	p, err := q.PartnerCreate(ctx, db.PartnerCreateParams{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := conversionRules()
+	raw, _ := json.Marshal(r)
+	rules, _ := postback.ParseRules(raw)
+	ep, err := q.EndpointCreate(ctx, db.EndpointCreateParams{PartnerID: p.ID, Name: "bench", Kind: "postback", URL: "http://127.0.0.1:9/pb",
+		Method: "GET", EventTypes: []string{}, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 1000, MaxInFlight: 8, FailureThreshold: 10, Enabled: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := New(Config{Pool: pool, SecretKey: masterKey, Guard: loopbackGuard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var id int64
+	delivery := func(tx, status string) claimed {
+		id++
+		ev, _ := uuid.NewV7()
+		return claimed{ID: id, EventID: ev, EndpointID: ep.ID, TimeoutMs: 1000,
+			Payload: []byte(`{"transaction_id":"` + tx + `","status":"` + status + `","payout":"1.50"}`)}
+	}
+	b.Run("fire", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			d := delivery(fmt.Sprint("f-", i), "approved")
+			s, _, done := w.conversionGate(ctx, &d, rules, time.Now())
+			if done {
+				b.Fatal("not fired")
+			}
+			w.conversionSettle(s, sender.Result{Outcome: sender.OK})
+		}
+	})
+	b.Run("suppress", func(b *testing.B) {
+		d := delivery("same", "approved")
+		s, _, _ := w.conversionGate(ctx, &d, rules, time.Now())
+		w.conversionSettle(s, sender.Result{Outcome: sender.OK})
+		for b.Loop() {
+			d := delivery("same", "approved")
+			if _, res, done := w.conversionGate(ctx, &d, rules, time.Now()); !done || res.ErrorClass != classSuppressed {
+				b.Fatal("not suppressed")
+			}
+		}
+	})
 }
