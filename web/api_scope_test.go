@@ -68,6 +68,8 @@ var apiRouteScopes = map[string]struct {
 	"GET /api/v1/notification-channels":                {nil, false}, // a chat channel's URL is its credential
 	"DELETE /api/v1/notification-channels/:id":         {nil, false},
 	"POST /api/v1/notification-channels/:id/test":      {nil, false},
+	"GET /api/v1/conversions":                          {[]string{account.ScopeRead}, true},
+	"GET /api/v1/conversions/history":                  {[]string{account.ScopeRead}, true},
 }
 
 // apiRoutes lists the API routes of the route table, as "METHOD path".

@@ -57,11 +57,12 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 	orders := env.createEndpoint(map[string]any{"partner_id": acme, "name": "orders", "kind": "webhook", "url": ok.URL + "/hooks"}).ID
 	legacy := env.createEndpoint(map[string]any{"partner_id": acme, "name": "legacy", "kind": "webhook", "url": down.URL + "/crm", "max_attempts": 1}).ID
 	keitaro := env.createEndpoint(map[string]any{"partner_id": acme, "name": "keitaro", "kind": "postback", "method": "GET",
-		"url": tracker.URL + "/postback?subid={click_id}&payout={payout}", "success_body_contains": "OK"}).ID
+		"url": tracker.URL + "/postback?subid={click_id}&payout={payout}", "success_body_contains": "OK",
+		"conversion_key": "click_id", "conversion_status": "status", "fire_on": "change"}).ID
 	env.startWorker()
 	var event string
 	for i := range 3 {
-		event = env.postEvent("conversion.approved", map[string]any{"click_id": fmt.Sprintf("c-%d", i), "payout": 2.5})
+		event = env.postEvent("conversion.approved", map[string]any{"click_id": fmt.Sprintf("c-%d", i), "payout": 2.5, "status": "approved"})
 	}
 	env.waitDB("deliveries done and dead letters kept", 20*time.Second,
 		`SELECT count(*) FILTER (WHERE status = 'dead') = 3 AND count(*) FILTER (WHERE status = 'delivered') = 6 FROM deliveries`)
@@ -109,21 +110,25 @@ func TestBrowserContentSecurityPolicy(t *testing.T) {
 		"/partners/:id/edit":          {"/partners/" + id(acme) + "/edit"},
 		"/partners/:id/endpoints/new": {"/partners/" + id(acme) + "/endpoints/new", "/partners/" + id(acme) + "/endpoints/new?kind=postback"},
 		"/audit":                      {"/audit"},
+		"/conversions":                {"/conversions"},
+		"/conversions/history":        {"/conversions/history?endpoint_id=" + id(keitaro) + "&key=c-0"},
 		"/settings/api-keys":          {"/settings/api-keys"},
 		"/settings/users":             {"/settings/users"},
 		"/settings/notifications":     {"/settings/notifications"},
 		// The portal: a sign-in link's page submits itself (from
 		// static/js) and lands in the portal.
-		"/portal/links/:token":       {"portal-link:/portal/links/"},
-		"/portal/signin":             {"portal-link:/portal/signin?token="},
-		"/portal":                    {"/portal"},
-		"/portal/":                   {"/portal/"},
-		"/portal/endpoints/:id":      {"/portal/endpoints/" + id(orders)},
-		"/portal/endpoints/:id/edit": {"/portal/endpoints/" + id(keitaro) + "/edit"},
-		"/portal/endpoints/new":      {"/portal/endpoints/new"},
-		"/portal/notifications":      {"/portal/notifications"},
-		"/portal/events":             {"/portal/events"},
-		"/portal/events/:id":         {"/portal/events/" + event},
+		"/portal/links/:token":        {"portal-link:/portal/links/"},
+		"/portal/signin":              {"portal-link:/portal/signin?token="},
+		"/portal":                     {"/portal"},
+		"/portal/":                    {"/portal/"},
+		"/portal/endpoints/:id":       {"/portal/endpoints/" + id(orders)},
+		"/portal/endpoints/:id/edit":  {"/portal/endpoints/" + id(keitaro) + "/edit"},
+		"/portal/endpoints/new":       {"/portal/endpoints/new"},
+		"/portal/notifications":       {"/portal/notifications"},
+		"/portal/events":              {"/portal/events"},
+		"/portal/events/:id":          {"/portal/events/" + event},
+		"/portal/conversions":         {"/portal/conversions"},
+		"/portal/conversions/history": {"/portal/conversions/history?endpoint_id=" + id(keitaro) + "&key=c-0"},
 	}
 	notHTML := map[string]string{
 		"/healthz": "JSON probe", "/readyz": "JSON probe", "/metrics": "Prometheus text", "/api/openapi.json": "JSON",

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -47,7 +48,9 @@ func rulesFormOf(c echo.Context) endpointform.Rules {
 	}
 	return endpointform.Rules{MapRows: withBlankMapRows(rows), Unmapped: unmapped,
 		PayoutShare: strings.TrimSpace(c.FormValue("payout_share")), PayoutField: strings.TrimSpace(c.FormValue("payout_field")),
-		BodyTemplate: c.FormValue("body_template"), BodyFormat: c.FormValue("body_format"), BodySignature: c.FormValue("body_signature")}
+		BodyTemplate: c.FormValue("body_template"), BodyFormat: c.FormValue("body_format"), BodySignature: c.FormValue("body_signature"),
+		ConversionKey: strings.TrimSpace(c.FormValue("conversion_key")), ConversionStatus: strings.TrimSpace(c.FormValue("conversion_status")),
+		FireOn: c.FormValue("fire_on"), ConversionDays: strings.TrimSpace(c.FormValue("conversion_days"))}
 }
 
 // rulesInputOf turns the form's rules into API input, or says what is
@@ -57,6 +60,19 @@ func rulesInputOf(r endpointform.Rules) (rulesInput, string) {
 		BodyTemplate: strings.ReplaceAll(r.BodyTemplate, "\r\n", "\n"), BodyFormat: r.BodyFormat, BodySignature: r.BodySignature}
 	if r.PayoutShare != "" {
 		in.PayoutShare, _ = json.Marshal(r.PayoutShare)
+	}
+	in.ConversionStatus, in.FireOn = r.ConversionStatus, r.FireOn
+	for k := range strings.SplitSeq(r.ConversionKey, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			in.ConversionKey = append(in.ConversionKey, k)
+		}
+	}
+	if r.ConversionDays != "" {
+		n, err := strconv.Atoi(r.ConversionDays)
+		if err != nil {
+			n = -1 // validation names the field
+		}
+		in.ConversionDays = n
 	}
 	for i, row := range r.MapRows {
 		if row.Field == "" && row.From == "" && row.To == "" {
@@ -87,6 +103,13 @@ func rulesForm(in rulesInput) endpointform.Rules {
 		BodyTemplate: in.BodyTemplate, BodyFormat: in.BodyFormat, BodySignature: in.BodySignature}
 	if r.Unmapped == "" {
 		r.Unmapped = postback.UnmappedSend
+	}
+	r.ConversionKey, r.ConversionStatus, r.FireOn = strings.Join(in.ConversionKey, ", "), in.ConversionStatus, in.FireOn
+	if r.FireOn == "" {
+		r.FireOn = postback.FireEvery
+	}
+	if in.ConversionDays != 0 {
+		r.ConversionDays = strconv.Itoa(in.ConversionDays)
 	}
 	if s := strings.Trim(string(in.PayoutShare), `"`); s != "" && s != "null" {
 		r.PayoutShare = s

@@ -214,7 +214,7 @@ func validateEndpoint(in endpointInput, guard *ssrf.Guard) (endpointConfig, []fi
 		case in.Preset != "":
 			fail("preset", "is for postbacks")
 		case in.rulesInput.given():
-			fail("value_maps", "value_maps, unmapped, payout_share, payout_field and the body_ fields are for postbacks; a webhook's body is the event payload")
+			fail("value_maps", "value_maps, unmapped, payout_share, payout_field, the body_ fields and the conversion fields (fire_on, conversion_key, conversion_status, conversion_days) are for postbacks; a webhook's body is the event payload")
 		}
 	case "postback":
 		if c.Method == "" {

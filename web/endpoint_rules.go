@@ -54,6 +54,39 @@ type rulesInput struct {
 	BodyTemplate  string `json:"body_template"`
 	BodyFormat    string `json:"body_format"`
 	BodySignature string `json:"body_signature"`
+	// Conversions with state: the key field(s) (a string or an array of
+	// strings), the status field, fire_on ("every" or "change") and how
+	// many days the state is kept (0 or absent: the default).
+	ConversionKey    conversionKeyInput `json:"conversion_key"`
+	ConversionStatus string             `json:"conversion_status"`
+	FireOn           string             `json:"fire_on"`
+	ConversionDays   int                `json:"conversion_days"`
+}
+
+// conversionKeyInput is conversion_key as given: one field name, or an
+// array of them (click_id + goal); null or "" for none.
+type conversionKeyInput []string
+
+func (k *conversionKeyInput) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*k = nil
+		if one = strings.TrimSpace(one); one != "" {
+			*k = []string{one}
+		}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New(`conversion_key must be a field name or an array of them, like "transaction_id" or ["click_id", "goal"]`)
+	}
+	*k = nil
+	for _, f := range many {
+		if f = strings.TrimSpace(f); f != "" {
+			*k = append(*k, f)
+		}
+	}
+	return nil
 }
 
 // bodyConfig is a validated POST postback body; all "" for none.
@@ -108,7 +141,8 @@ func rulesFromStored(stored []byte) rulesInput {
 	if err != nil || r == nil {
 		return rulesInput{}
 	}
-	in := rulesInput{ValueMaps: r.ValueMaps, Unmapped: r.Unmapped, PayoutField: r.PayoutField}
+	in := rulesInput{ValueMaps: r.ValueMaps, Unmapped: r.Unmapped, PayoutField: r.PayoutField,
+		ConversionKey: r.ConversionKey, ConversionStatus: r.ConversionStatus, FireOn: r.FireOn, ConversionDays: r.ConversionDays}
 	if r.PayoutShareBP > 0 {
 		in.PayoutShare = json.RawMessage(postback.FormatPercent(r.PayoutShareBP))
 	}
@@ -119,7 +153,8 @@ func rulesFromStored(stored []byte) rulesInput {
 func (in rulesInput) given() bool {
 	share := strings.TrimSpace(string(in.PayoutShare))
 	return len(in.ValueMaps) > 0 || in.BodyTemplate != "" || in.BodySignature != "" || strings.TrimSpace(in.Unmapped) != "" || (share != "" && share != "null") ||
-		strings.TrimSpace(in.PayoutField) != ""
+		strings.TrimSpace(in.PayoutField) != "" || len(in.ConversionKey) > 0 || strings.TrimSpace(in.ConversionStatus) != "" ||
+		strings.TrimSpace(in.FireOn) != "" || in.ConversionDays != 0
 }
 
 // checkRules validates the rule fields of a postback and returns them as
@@ -127,9 +162,13 @@ func (in rulesInput) given() bool {
 // that does not use them stores, and sends, exactly as before).
 func checkRules(in rulesInput) ([]byte, *fieldError) {
 	r := postback.Rules{
-		ValueMaps:   in.ValueMaps,
-		Unmapped:    strings.TrimSpace(in.Unmapped),
-		PayoutField: strings.TrimSpace(in.PayoutField),
+		ValueMaps:        in.ValueMaps,
+		Unmapped:         strings.TrimSpace(in.Unmapped),
+		PayoutField:      strings.TrimSpace(in.PayoutField),
+		ConversionKey:    in.ConversionKey,
+		ConversionStatus: strings.TrimSpace(in.ConversionStatus),
+		FireOn:           strings.TrimSpace(in.FireOn),
+		ConversionDays:   in.ConversionDays,
 	}
 	if share := strings.Trim(strings.TrimSpace(string(in.PayoutShare)), `"`); share != "" && share != "null" {
 		bp, err := postback.ParsePercent(share)
@@ -173,6 +212,12 @@ type rulesJSON struct {
 	BodyTemplate  string          `json:"body_template"`
 	BodyFormat    string          `json:"body_format"`
 	BodySignature string          `json:"body_signature"`
+	// Conversions with state: fire_on "every" (one postback per event)
+	// unless set to "change".
+	ConversionKey    []string `json:"conversion_key"`
+	ConversionStatus string   `json:"conversion_status"`
+	FireOn           string   `json:"fire_on"`
+	ConversionDays   int      `json:"conversion_days"`
 }
 
 func conversionView(e db.Endpoint) rulesJSON {
@@ -182,10 +227,18 @@ func conversionView(e db.Endpoint) rulesJSON {
 }
 
 func rulesView(stored []byte) rulesJSON {
-	v := rulesJSON{Unmapped: postback.UnmappedSend, PayoutShare: json.RawMessage("null"), PayoutField: postback.DefaultPayoutField}
+	v := rulesJSON{Unmapped: postback.UnmappedSend, PayoutShare: json.RawMessage("null"), PayoutField: postback.DefaultPayoutField,
+		ConversionKey: []string{}, FireOn: postback.FireEvery, ConversionDays: postback.DefaultConversionDays}
 	r, err := postback.ParseRules(stored)
 	if err != nil || r == nil {
 		return v
+	}
+	if len(r.ConversionKey) > 0 {
+		v.ConversionKey = r.ConversionKey
+	}
+	v.ConversionStatus, v.ConversionDays = r.ConversionStatus, r.Days()
+	if r.FireOn != "" {
+		v.FireOn = r.FireOn
 	}
 	v.ValueMaps = r.ValueMaps
 	if r.Unmapped != "" {

@@ -21,6 +21,11 @@ import (
 // queue keeps its invariants), and the event log shows it as skipped.
 const classSkipped = "unmapped_value"
 
+// classSuppressed is the worker's error class of a conversion event that
+// did not change its conversion's status (fire_on "change"): recorded
+// delivered without a send, shown as suppressed with the reason.
+const classSuppressed = "suppressed"
+
 // eventDeliveries maps an event's deliveries and their attempts to the
 // event page's view, each with the request hookline sends it (the
 // dashboard's event page and the partner portal's).
@@ -41,14 +46,17 @@ func (s *Server) eventDeliveries(c echo.Context, ev db.Event, dels []db.Delivery
 		if at.Class == classSkipped && at.Outcome == "ok" {
 			at.Outcome = "skipped" // nothing was sent; the error says why
 		}
+		if at.Class == classSuppressed && at.Outcome == "ok" {
+			at.Outcome = "suppressed" // the conversion's status was unchanged; the error says why
+		}
 		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], at)
 	}
 	out := make([]event.Delivery, 0, len(dels))
 	for _, d := range dels {
 		dv := event.Delivery{ID: d.ID, EndpointID: d.EndpointID, Endpoint: d.EndpointName, Status: d.Status,
 			AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Attempts: byDelivery[d.ID]}
-		if n := len(dv.Attempts); d.Status == "delivered" && n > 0 && dv.Attempts[n-1].Outcome == "skipped" {
-			dv.Status = "skipped"
+		if n := len(dv.Attempts); d.Status == "delivered" && n > 0 && (dv.Attempts[n-1].Outcome == "skipped" || dv.Attempts[n-1].Outcome == "suppressed") {
+			dv.Status = dv.Attempts[n-1].Outcome
 		}
 		if d.Status == "pending" || d.Status == "failed" {
 			t := d.NextAttemptAt

@@ -158,6 +158,7 @@ func TestOpenAPIPagedQueryParameters(t *testing.T) {
 		"/api/v1/events":                  {"/api/v1/events", 5},
 		"/api/v1/endpoints/{id}/attempts": {"/api/v1/endpoints/1/attempts", 5},
 		"/api/v1/audit":                   {"/api/v1/audit", 4},
+		"/api/v1/conversions":             {"/api/v1/conversions", 4},
 	} {
 		params := doc.Paths[path]["get"].Parameters
 		checked := 0

@@ -60,6 +60,9 @@ func (s *Server) routes() {
 	api.POST("/replays/:id/cancel", s.apiReplayJobCancel, keyScope(account.ScopeAdmin))
 	api.GET("/stats", s.apiStats, keyScope(account.ScopeRead))
 	api.GET("/audit", s.apiAuditList, keyScope(account.ScopeRead))
+	// Conversions: a key bound to a partner reads that partner's only.
+	api.GET("/conversions", s.apiConversionList, partnerKeyScope(account.ScopeRead))
+	api.GET("/conversions/history", s.apiConversionHistory, partnerKeyScope(account.ScopeRead))
 	api.GET("/dead-letters/clusters", s.apiDeadLetterClusters, keyScope(account.ScopeRead))
 	api.POST("/dead-letters/replay", s.apiReplay, keyScope(account.ScopeAdmin))
 	api.POST("/partners/:id/portal-links", s.apiPortalLinkCreate, keyScope(account.ScopeAdmin))
@@ -124,6 +127,8 @@ func (s *Server) routes() {
 	pt.GET("/events/:id", s.portalEventPage)
 	pt.POST("/deliveries/:id/resend", s.portalResend)
 	pt.POST("/deliveries/:id/replay", s.portalReplayOne)
+	pt.GET("/conversions", s.portalConversionsPage)
+	pt.GET("/conversions/history", s.portalConversionHistoryPage)
 	// Endpoint management: only for a partner its operator allows it.
 	manage := s.requirePortalManage
 	pt.GET("/endpoints/new", s.portalNewPage, manage)
@@ -181,6 +186,10 @@ func (s *Server) routes() {
 	d.POST("/deliveries/replay", s.bulkReplayStart, operator)
 	d.GET("/replays/:id", s.replayJobPage)
 	d.POST("/replays/:id/cancel", s.replayJobCancel, operator)
+
+	// Conversions of endpoints that fire on a status change.
+	d.GET("/conversions", s.conversionsPage)
+	d.GET("/conversions/history", s.conversionHistoryPage)
 
 	// Dead letters.
 	d.GET("/dead-letters", s.deadLettersPage)

@@ -377,7 +377,7 @@ func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, 
 // for a receiver that is.
 func countsForBreaker(o *outcome) bool {
 	switch o.res.ErrorClass {
-	case classMissingField, classSigning, classEgress, classUnmapped:
+	case classMissingField, classSigning, classEgress, classUnmapped, classSuppressed, classConversionBusy, classConversionState:
 		return false
 	}
 	return o.res.Outcome != sender.Gone

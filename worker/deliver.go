@@ -60,7 +60,7 @@ func (o *outcome) ended() time.Time {
 func (o *outcome) sent() bool {
 	switch o.res.ErrorClass {
 	case sender.ClassBlocked, sender.ClassInvalidRequest, sender.ClassCanceled, classMissingField, classSigning, classEgress,
-		sender.ClassToken, classUnmapped, mail.ClassNotConfigured:
+		sender.ClassToken, classUnmapped, mail.ClassNotConfigured, classSuppressed, classConversionBusy, classConversionState:
 		return false
 	}
 	return true
@@ -131,6 +131,14 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		o.finished = w.now()
 		return o
 	}
+	var conv *convSend
+	if ep.Rules.Stateful() { // fire_on "change": worker/conversion.go
+		var done bool
+		if conv, o.res, done = w.conversionGate(ctx, &d, ep.Rules, now); done {
+			o.finished = w.now()
+			return o
+		}
+	}
 	if d.SendTraceparent {
 		w.traceHeader(ctx, req.Header)
 	}
@@ -138,10 +146,13 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 		w.log.Error("egress settings unavailable", "endpoint_id", d.EndpointID, "err", err)
 		o.finished = w.now()
 		egressFailed(&o, err)
-		return o
+	} else {
+		o.res = w.senderFor(d.PartnerURL).Send(ctx, req.Request)
+		o.finished = w.now()
 	}
-	o.res = w.senderFor(d.PartnerURL).Send(ctx, req.Request)
-	o.finished = w.now()
+	if conv != nil {
+		w.conversionSettle(conv, o.res)
+	}
 	return o
 }
 

@@ -191,6 +191,9 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			}
 			return int64(len(events)), err
 		}},
+		{name: "conversions past their expiry", run: func() (int64, error) {
+			return w.retainConversions(ctx, q, now)
+		}},
 		{name: "events without deliveries", run: func() (int64, error) {
 			switch {
 			case !spansKnown:

@@ -170,6 +170,7 @@ type Worker struct {
 	limits         *ratelimit.Registry
 	secrets        secretCache
 	tmpls          sync.Map    // template string → *postback.Template
+	convLocks      convLocks   // deliveries of one conversion, one at a time (conversion.go)
 	headers        sync.Map    // endpoint id → headerEntry
 	egress         sync.Map    // endpoint id → egressEntry
 	capped         atomic.Bool // the last claim had rate-limited or paused endpoints

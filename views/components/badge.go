@@ -96,6 +96,8 @@ func deliveryStatusView(status string) badgeView {
 		return badgeView{ToneCritical, "dead", status, "Out of attempts: a dead letter, can be replayed"}
 	case "skipped":
 		return badgeView{ToneMuted, "skipped", status, "Not sent: a value the endpoint's value map lacks (unmapped: skip)"}
+	case "suppressed":
+		return badgeView{ToneMuted, "suppressed", status, "Not sent: the conversion's status had not changed, or a newer event had already fired (fire_on: change)"}
 	}
 	return badgeView{ToneMuted, strings.ReplaceAll(status, "_", " "), status, ""}
 }

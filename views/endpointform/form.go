@@ -197,7 +197,7 @@ func segmentTitle(s Segment) string {
 
 func errorList(m map[string]string) []string {
 	order := []string{"name", "kind", "url", "method", "event_types", "headers", "success_body_contains",
-		"macro_style", "signature_param", "preset", "value_maps", "unmapped", "payout_share", "payout_field", "body_template", "body_format", "body_signature", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold",
+		"macro_style", "signature_param", "preset", "value_maps", "unmapped", "payout_share", "payout_field", "fire_on", "conversion_key", "conversion_status", "conversion_days", "body_template", "body_format", "body_signature", "filter", "max_attempts", "timeout_ms", "rate_per_sec", "burst", "max_in_flight", "failure_threshold",
 		"disable_after_failures", "disable_after_hours", "partner_id"}
 	var out []string
 	for _, k := range order {
@@ -215,7 +215,7 @@ var labels = map[string]string{
 	"failure_threshold": "Breaker threshold", "partner_id": "Partner", "filter": "Payload filter",
 	"macro_style": "Macro style", "signature_param": "Signature parameter", "preset": "Preset",
 	"disable_after_failures": "Disable after failures", "disable_after_hours": "Disable after hours",
-	"value_maps": "Value maps", "unmapped": "Unmapped values", "payout_share": "Payout share", "payout_field": "Payout field",
+	"value_maps": "Value maps", "unmapped": "Unmapped values", "payout_share": "Payout share", "payout_field": "Payout field", "fire_on": "Send a postback for", "conversion_key": "Conversion key", "conversion_status": "Status field", "conversion_days": "Keep state (days)",
 	"body_template": "Body template", "body_format": "Body format", "body_signature": "Body signature",
 }
 

@@ -17,6 +17,15 @@ type Rules struct {
 	Unmapped, PayoutShare, PayoutField string
 	// A POST postback's body: template, format and signature choice.
 	BodyTemplate, BodyFormat, BodySignature string
+	// Conversions with state: key fields (comma-separated), the status
+	// field, every or change, and the days state is kept ("" default).
+	ConversionKey, ConversionStatus, FireOn, ConversionDays string
+}
+
+// FireOnOptions are when a postback endpoint fires.
+var FireOnOptions = []components.Option{
+	{Value: "every", Label: "every event"},
+	{Value: "change", Label: "only when a conversion's status changes"},
 }
 
 // BodyFormats are the body formats of a POST postback.

@@ -270,7 +270,31 @@ func RulesSection(f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</fieldset><fieldset class=\"stack\" data-testid=\"postback-body\"><legend class=\"small strong\">Body (POST postbacks)</legend>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</fieldset><fieldset class=\"stack\" data-testid=\"postback-conversions\"><legend class=\"small strong\">Conversions</legend>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-fire-on", Name: "fire_on", Label: "Send a postback for", Type: "select", Value: f.Rules.FireOn, Error: f.Errors["fire_on"], Options: FireOnOptions,
+			Help: "Only on a change: hookline keeps each conversion's last status the tracker accepted and suppresses an unchanged one (shown as suppressed in the event log)."}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-conversion-key", Name: "conversion_key", Label: "Conversion key", Type: "text", Value: f.Rules.ConversionKey, Error: f.Errors["conversion_key"], Placeholder: "transaction_id",
+			Help: "The payload field(s) that identify a conversion, comma-separated: transaction_id, or click_id, goal.", Attrs: templ.Attributes{"spellcheck": "false", "autocomplete": "off", "class": "mono"}}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-conversion-status", Name: "conversion_status", Label: "Status field", Type: "text", Value: f.Rules.ConversionStatus, Error: f.Errors["conversion_status"], Placeholder: "status",
+			Help: "Compared after its value map, in the tracker's word.", Attrs: templ.Attributes{"spellcheck": "false", "autocomplete": "off", "class": "mono"}}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(components.FieldData{ID: "endpoint-conversion-days", Name: "conversion_days", Label: "Keep state (days)", Type: "text", Value: f.Rules.ConversionDays, Error: f.Errors["conversion_days"], Placeholder: "90",
+			Help: "How long a conversion's state is kept after its last change (1 to 730).", Attrs: templ.Attributes{"inputmode": "numeric", "autocomplete": "off"}}).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</fieldset><fieldset class=\"stack\" data-testid=\"postback-body\"><legend class=\"small strong\">Body (POST postbacks)</legend>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -289,7 +313,7 @@ func RulesSection(f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</fieldset>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</fieldset>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -14,6 +14,7 @@ const (
 	NavOverview    = "overview"
 	NavEndpoints   = "endpoints"
 	NavEvents      = "events"
+	NavConversions = "conversions"
 	NavDeadLetters = "dead-letters"
 	NavPartners    = "partners"
 	NavAudit       = "audit"
@@ -108,6 +109,7 @@ func NavItems(u *User) []NavItem {
 		{NavOverview, "Overview", "/"},
 		{NavEndpoints, "Endpoints", "/endpoints"},
 		{NavEvents, "Events", "/events"},
+		{NavConversions, "Conversions", "/conversions"},
 		{NavDeadLetters, "Dead letters", "/dead-letters"},
 		{NavPartners, "Partners", "/partners"},
 		{NavAudit, "Audit", "/audit"},

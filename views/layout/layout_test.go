@@ -95,7 +95,7 @@ func TestPageNavigation(t *testing.T) {
 			if got := doc.Find(`nav a[href="/settings/api-keys"]`).Length(); got != want {
 				t.Errorf("%s sees %d settings links, want %d", role, got, want)
 			}
-			if got := doc.Find("nav a").Length(); got != 6+want {
+			if got := doc.Find("nav a").Length(); got != 7+want { // with Conversions
 				t.Errorf("%s sees %d nav links", role, got)
 			}
 		}

@@ -22,6 +22,8 @@ import (
 const (
 	NavEndpoints = "endpoints"
 	NavEvents    = "events"
+	// NavConversions: conversions of endpoints that fire on a change.
+	NavConversions = "conversions"
 )
 
 // Element ids of swappable fragments, shared with hx-target.

@@ -26,7 +26,7 @@ type Preset struct {
 	// ValueMaps turn the producer's words (approved, pending, declined,
 	// hold, rebill) into the tracker's; the form fills its rows with them.
 	// None for trackers that take no status in a postback (Voluum,
-	// Everflow, CAKE, TUNE: their status changes are calls of their own).
+	// Everflow, CAKE: their status changes are calls of their own).
 	ValueMaps map[string]map[string]string
 }
 
@@ -186,24 +186,27 @@ func Presets() []Preset {
 		{
 			// TUNE (formerly HasOffers) server postback: aff_lsr on the
 			// network's tracking domain (NETWORK.go2cloud.org) with
-			// transaction_id (TUNE's click id), amount, adv_sub (the
-			// advertiser's order id, which TUNE deduplicates on) and
-			// goal_id, as its "Server Postback" article documents. A
-			// conversion's status is set by TUNE or changed through its
-			// API, not sent here.
+			// transaction_id (TUNE's click id, required), amount, adv_sub
+			// (the advertiser's order id, which TUNE can deduplicate on),
+			// goal_id, security_token and status, whose values are
+			// approved, pending and rejected (TUNE's conversion postback
+			// parameters, as its integrations document them).
 			ID:                  "tune",
 			Name:                "TUNE (HasOffers)",
-			Template:            "https://" + presetHost + "/aff_lsr?transaction_id={click_id}&amount={payout}&adv_sub={transaction_id}",
+			Template:            "https://" + presetHost + "/aff_lsr?transaction_id={click_id}&amount={payout}&adv_sub={transaction_id}&status={status}",
 			Method:              "GET",
 			SuccessBodyContains: "success=true",
 			Help: "Replace " + presetHost + " with your network's tracking domain (NETWORK.go2cloud.org or your own). " +
 				"Add offer_id= and goal_id= if the offer tracks several goals, and security_token= if the network requires one. " +
-				"TUNE answers success=true when it records the conversion.",
+				"status is approved, pending or rejected. TUNE answers success=true when it records the conversion.",
 			Params: []Param{
 				{Name: "transaction_id", Macro: "click_id", Help: "TUNE's transaction (click) id, passed to your landing page in {transaction_id}. Required.", Required: true},
 				{Name: "amount", Macro: "payout", Help: "Sale amount, for revenue-share payouts."},
-				{Name: "adv_sub", Macro: "transaction_id", Help: "Your order id: TUNE refuses a second conversion with the same adv_sub."},
+				{Name: "adv_sub", Macro: "transaction_id", Help: "Your order id (advertiser sub id): TUNE can refuse a second conversion with the same adv_sub."},
+				{Name: "status", Macro: "status", Help: "approved, pending or rejected."},
 			},
+			// TUNE's conversion statuses: approved, pending, rejected.
+			ValueMaps: map[string]map[string]string{"status": {"approved": "approved", "pending": "pending", "hold": "pending", "declined": "rejected"}},
 		},
 		{
 			// RedTrack postback: /postback on the tracking domain with

@@ -16,7 +16,7 @@ func TestPresets(t *testing.T) {
 		"everflow": {"transaction_id", "amount"},
 		"affise":   {"clickid", "status", "sum"},
 		"cake":     {"r", "t"},
-		"tune":     {"transaction_id", "amount", "adv_sub"},
+		"tune":     {"transaction_id", "amount", "adv_sub", "status"},
 		"redtrack": {"clickid", "sum", "type"},
 		"custom":   {"click_id", "payout"},
 	}

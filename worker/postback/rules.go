@@ -44,6 +44,16 @@ type Rules struct {
 	// PayoutField is the macro the share applies to; "" means
 	// DefaultPayoutField.
 	PayoutField string `json:"payout_field,omitempty"`
+	// ConversionKey names the payload field(s) (paths allowed) that
+	// identify a conversion, ConversionStatus the field holding its
+	// status; with FireOn FireChange an event fires only when its mapped
+	// status differs from the one the tracker last accepted
+	// (worker/conversion.go). ConversionDays is how long that state is
+	// kept (DefaultConversionDays when 0).
+	ConversionKey    []string `json:"conversion_key,omitempty"`
+	ConversionStatus string   `json:"conversion_status,omitempty"`
+	FireOn           string   `json:"fire_on,omitempty"`
+	ConversionDays   int      `json:"conversion_days,omitempty"`
 }
 
 // RuleError is an invalid rule, naming the API field it came from.
@@ -77,7 +87,8 @@ func (e *UnmappedError) Skip() bool { return e.Policy == UnmappedSkip }
 
 // IsZero reports whether r changes nothing.
 func (r *Rules) IsZero() bool {
-	return r == nil || (len(r.ValueMaps) == 0 && r.PayoutShareBP == 0)
+	return r == nil || (len(r.ValueMaps) == 0 && r.PayoutShareBP == 0 && len(r.ConversionKey) == 0 && r.ConversionStatus == "" &&
+		r.FireOn == "" && r.ConversionDays == 0)
 }
 
 // Normalize drops spellings of the defaults, so equal rules store equally
@@ -96,6 +107,15 @@ func (r *Rules) Normalize() {
 	if r.PayoutShareBP == 0 {
 		r.PayoutField = ""
 	}
+	if r.FireOn == FireEvery {
+		r.FireOn = ""
+	}
+	if len(r.ConversionKey) == 0 {
+		r.ConversionKey = nil
+	}
+	if r.ConversionDays == DefaultConversionDays {
+		r.ConversionDays = 0
+	}
 }
 
 // Validate checks the rules as the API and the form accept them.
@@ -110,6 +130,9 @@ func (r *Rules) Validate() error {
 	}
 	if r.PayoutField != "" && (len(r.PayoutField) > maxMacroName || !validMacroName(r.PayoutField)) {
 		return &RuleError{"payout_field", fmt.Sprintf("%q is not a field name: letters, digits, \"_\", \".\" and \"-\", starting with a letter or \"_\"", r.PayoutField)}
+	}
+	if err := r.validateConversion(); err != nil {
+		return err
 	}
 	if len(r.ValueMaps) > maxMapFields {
 		return &RuleError{"value_maps", fmt.Sprintf("maps at most %d fields", maxMapFields)}
