@@ -15,6 +15,7 @@ import (
 // payload bytes, idempotency key, partner and slice of search keys; a key
 // used before, or earlier in the same set, inserts nothing.
 func TestEventInsertSet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	q := db.New(pool)

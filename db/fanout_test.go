@@ -23,6 +23,7 @@ import (
 // NOTIFY naming those endpoints; a second fan-out of the same events
 // queues nothing and wakes nobody.
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	listener := listen(t, pool)
@@ -109,6 +110,7 @@ func TestFanOut(t *testing.T) {
 // process (notify false) queues the same deliveries and sends no NOTIFY;
 // the same fan-out with notify does.
 func TestFanOutWithoutNotify(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	listener := listen(t, pool)
@@ -149,6 +151,7 @@ func TestFanOutWithoutNotify(t *testing.T) {
 // 500 endpoints wakes the workers with an empty payload, "look
 // everywhere", rather than a list longer than a claim takes.
 func TestFanOutWakesEverywhereOver500(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	listener := listen(t, pool)

@@ -229,6 +229,7 @@ func seedDeliveries(t *testing.T, pool *pgxpool.Pool, endpoints, events int, s s
 // thousand, hashing the batch against a scan of the whole table is the
 // cheaper plan, and the planner rightly takes it.
 func TestCompletionPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	// Most rows dead letters, which stay in deliveries_queue with the
@@ -308,6 +309,7 @@ func TestCompletionPlan(t *testing.T) {
 // claims of 5-90 ms for minutes at a time, until the next ANALYZE
 // (worker/bench/performance.md, "Plans made from a near-empty queue").
 func TestClaimPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
@@ -394,6 +396,7 @@ func TestClaimPlan(t *testing.T) {
 // soak; worker/bench/performance.md, "Plans made from a near-empty
 // queue").
 func TestFanOutPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	if _, err := pool.Exec(ctx, `
@@ -443,6 +446,7 @@ func TestFanOutPlan(t *testing.T) {
 // partition: at a year's retention, 366 of them, probing each cost 77 ms
 // a call against 1 ms. Both the dashboard's statement and the portal's.
 func TestEventAttemptsPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	// The migration made the partitions up to the end of the day after
@@ -517,6 +521,7 @@ func (n planNode) relationsLike(prefix string) []string {
 // deliveries and retention slowed as the table grew; histogram rows are
 // likewise deleted by their addresses, not by a join.
 func TestRetentionPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	// Delivered rows in partitions of their own, as the worker keeps them
@@ -597,6 +602,7 @@ func TestRetentionPlan(t *testing.T) {
 // they read every waiting row, 0.2 s at a million, and every dead letter,
 // 0.3-0.46 s at 900,000).
 func TestBacklogSummariesPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	seedDeliveries(t, pool, 100, 1000, seed{status: "pending"})
@@ -665,6 +671,7 @@ func TestBacklogSummariesPlan(t *testing.T) {
 // 4.9 s (by status) and 7.6 s (by partner and status) for a page awaiting
 // retry behind a million newer events.
 func TestEventPageLookupPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	seedDeliveries(t, pool, 10, 20000, seed{status: "pending"})
@@ -711,6 +718,7 @@ func TestEventPageLookupPlan(t *testing.T) {
 // with its event's payload, as the page did before, read all 12,000 here
 // and each one's event (3.5-4.5 s for 300,000).
 func TestDeadLetterClustersPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	seedDeliveries(t, pool, 2, 6000, seed{status: "dead"})

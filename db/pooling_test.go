@@ -14,6 +14,7 @@ import (
 // keep a session per client; PgBouncer in transaction mode is seen sharing
 // them, every time.
 func TestSharesSessions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.URL(t)
 	for _, c := range []struct {

@@ -17,6 +17,7 @@ import (
 // every scan read all the delivered rows again (migration 00023): 104
 // buffers each time here, where it now reads 106 and then 10.
 func TestDueScanSkipsDeliveredRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	// 2,000 deliveries to one endpoint, queued in one statement: one

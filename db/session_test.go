@@ -13,6 +13,7 @@ import (
 // TestConfigurePool: hookline's connections run with JIT off, unless the
 // database URL says otherwise.
 func TestConfigurePool(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct{ url, want string }{
 		{dbtest.URL(t), "off"},
@@ -39,6 +40,7 @@ func TestConfigurePool(t *testing.T) {
 // TestConfigureSessionSQL: the settings the URL does not set become one
 // simple query.
 func TestConfigureSessionSQL(t *testing.T) {
+	t.Parallel()
 	cfg, err := pgxpool.ParseConfig("postgres://u@db.invalid/h")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // rows reach its function in order, and a failing statement stops the
 // batch, commits nothing and is the error Send returns.
 func TestStatements(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, count := dbtest.CountedPool(t, dbtest.URL(t))
 	q := db.New(pool)

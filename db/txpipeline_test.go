@@ -19,6 +19,7 @@ import (
 // and the connection reusable, and a COMMIT that the failure skipped is
 // reported, not assumed.
 func TestTxPipeline(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	partners := func() int {
@@ -85,6 +86,7 @@ func TestTxPipeline(t *testing.T) {
 // limit of 0 and below db.NotifyQueueLimit; the transactions commit either
 // way.
 func TestNotifyHeldBackWhenQueueCrowded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	listener := listen(t, pool)
@@ -147,6 +149,7 @@ func listen(t *testing.T, pool *pgxpool.Pool) *pgxpool.Conn {
 // fan-out's setting (FanOutSettings: no sequential scan of endpoints), set
 // for its transaction only; a batch without the fan-out does not.
 func TestTxPipelineFanOutSettings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	conn, err := pool.Acquire(ctx)

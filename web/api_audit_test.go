@@ -21,6 +21,7 @@ type auditPageJSON struct {
 // cursor that entries added meanwhile do not shift, and filters it by
 // actor, action (or an action prefix), target and time.
 func TestAPIAuditList(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	env.exec(`INSERT INTO audit_log (at, actor, action, target_type, target_id, details)
 		SELECT now() - make_interval(mins => 200 - n), 'user:ana@hooks.test', 'test.page', 'endpoint', (n % 3 + 1)::text, jsonb_build_object('n', n)
@@ -112,6 +113,7 @@ func TestAPIAuditList(t *testing.T) {
 // matching entry (past a batch), as an attachment, with cells a
 // spreadsheet would run as formulas defused.
 func TestAuditPageFiltersAndExport(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	env.exec(`INSERT INTO audit_log (actor, action, target_type, target_id, details)
 		SELECT 'user:ana@hooks.test', 'endpoint.pause', 'endpoint', n::text, '{}' FROM generate_series(1, 2100) n`)

@@ -17,6 +17,7 @@ import (
 // type; "********" keeps a stored secret; bad input is a 422 naming the
 // field.
 func TestAPIEndpointEgress(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Secure Partner")
 	ca := sendertest.NewCA(t, "partner client root")

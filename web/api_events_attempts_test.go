@@ -35,6 +35,7 @@ func (p attemptLogPage) ids() []int64 {
 }
 
 func TestAPIEndpointAttempts(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://hooks.acme.test/in"})

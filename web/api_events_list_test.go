@@ -47,6 +47,7 @@ func (e *testEnv) postEventWith(body map[string]any) string {
 }
 
 func TestAPIEventLogFilters(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	acme := env.createPartner("Acme")
 	shop := env.createPartner("Shop")
@@ -151,6 +152,7 @@ func TestAPIEventLogFilters(t *testing.T) {
 }
 
 func TestAPIEventLogInvalid(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	cases := []struct{ query, field string }{
 		{"limit=abc", "limit"},
@@ -187,6 +189,7 @@ func TestAPIEventLogInvalid(t *testing.T) {
 // arrive between pages: every event that existed at the start is seen
 // exactly once, in order, and none of the newer ones shift a page.
 func TestAPIEventLogCursor(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "all", "kind": "webhook", "url": "https://hooks.acme.test/in"})
@@ -271,6 +274,7 @@ func TestAPIEventLogCursor(t *testing.T) {
 // created_at, and events arrive between pages. A delivery's created_at is
 // its event's, which those paths rely on.
 func TestAPIEventLogCursorByDelivery(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	var eps []int64

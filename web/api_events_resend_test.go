@@ -17,6 +17,7 @@ type resendBody struct {
 // TestAPIResendReachesReceiver: a delivered delivery resent is sent again
 // by the worker with the same webhook-id, as a new attempt, and audited.
 func TestAPIResendReachesReceiver(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	rcv := newHookReceiver(t, http.StatusOK, 0, "ok")
 	pid := env.createPartner("Acme")
@@ -79,6 +80,7 @@ func containsAll(s string, subs ...string) bool {
 }
 
 func TestAPIResendStates(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://hooks.acme.test/in", "max_attempts": 3})
@@ -127,6 +129,7 @@ func TestAPIResendStates(t *testing.T) {
 // is answered 409, try again, and changes nothing; tried again, it
 // resends.
 func TestAPIResendMeetsCompletion(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "http://127.0.0.1:1/in"})

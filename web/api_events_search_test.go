@@ -9,6 +9,7 @@ import (
 )
 
 func TestSearchKeyExtract(t *testing.T) {
+	t.Parallel()
 	ks := newSearchKeySet(nil)
 	cases := []struct {
 		name        string
@@ -44,6 +45,7 @@ func TestSearchKeyExtract(t *testing.T) {
 // TestIngestStoresSearchKeys: the API and batch ingest store the configured
 // keys' values with the event; an event without any stores none.
 func TestIngestStoresSearchKeys(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, func(c *Config) { c.SearchKeys = []string{"click_id", "order_id"} })
 	stored := func(id string) (names, vals []string) {
 		t.Helper()

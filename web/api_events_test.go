@@ -27,6 +27,7 @@ func setupDeliveryTargets(env *testEnv) (pid int64) {
 }
 
 func TestAPIEventIngest(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := setupDeliveryTargets(env)
 	payload := map[string]any{"click_id": "abc", "payout": 12.5}
@@ -131,6 +132,7 @@ func TestAPIEventIngest(t *testing.T) {
 }
 
 func TestAPIEventValidation(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	setupDeliveryTargets(env)
 	cases := []struct {
@@ -163,6 +165,7 @@ func TestAPIEventValidation(t *testing.T) {
 }
 
 func TestAPIEventBatch(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	setupDeliveryTargets(env)
 	rec := env.do(http.MethodPost, "/api/v1/events/batch", map[string]any{"events": []any{
@@ -206,6 +209,7 @@ func TestAPIEventBatch(t *testing.T) {
 }
 
 func TestAPIDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	env := newEnvWithPool(t, unreachablePool(t))
 	env.key = "hk_anything"
 	t.Run("API answers 503 with Retry-After", func(t *testing.T) {
@@ -227,6 +231,7 @@ func TestAPIDatabaseOutage(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	mustStatus(t, env.do(http.MethodGet, "/readyz", nil), http.StatusOK)
 }

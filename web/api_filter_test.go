@@ -20,6 +20,7 @@ func deliveryCount(t testing.TB, env *testEnv, endpointID int64) int {
 }
 
 func TestAPIEndpointFilter(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	filtered := env.createEndpoint(map[string]any{"partner_id": pid, "name": "approved only", "kind": "webhook",
@@ -147,6 +148,7 @@ func TestAPIEndpointFilter(t *testing.T) {
 // no longer accepts (written before a change to it) filters nothing: an
 // extra delivery rather than a lost one.
 func TestFanOutStoredFilterThatDoesNotCompile(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	e := env.createEndpoint(map[string]any{"partner_id": pid, "name": "legacy", "kind": "webhook", "url": "https://hooks.acme.invalid/in",

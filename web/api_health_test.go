@@ -53,6 +53,7 @@ type clustersBody struct {
 }
 
 func TestAPIDeadLetterClustersAndReplay(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := func(name string) int64 {
@@ -152,6 +153,7 @@ func TestAPIDeadLetterClustersAndReplay(t *testing.T) {
 }
 
 func TestAPIStatsAlerts(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	slow := env.createEndpoint(map[string]any{"partner_id": pid, "name": "slow", "kind": "webhook", "url": "https://slow.example/"}).ID
@@ -222,6 +224,7 @@ func TestAPIStatsAlerts(t *testing.T) {
 // the live workers say they hold (their heartbeats) as in flight instead,
 // with probes leased in the table, and leaves a stale heartbeat out.
 func TestAPIStatsInFlight(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
@@ -247,6 +250,7 @@ func TestAPIStatsInFlight(t *testing.T) {
 }
 
 func TestAPIRotateSecret(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
@@ -288,6 +292,7 @@ func TestAPIRotateSecret(t *testing.T) {
 }
 
 func TestAPIBreakerActions(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})
@@ -320,6 +325,7 @@ func TestAPIBreakerActions(t *testing.T) {
 }
 
 func TestMetricsParse(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://x.example/"})

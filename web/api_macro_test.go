@@ -32,6 +32,7 @@ func warningCodes(ws []fieldWarning) string {
 // style and with a foreign_token warning in braces style; neither blocks
 // saving. Warnings never stop a save; errors are 422s naming their field.
 func TestAPIMacroStyles(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Clickwave")
 	tmpl := "https://t.clickwave.invalid/p.ashx?r=#click_id#&t=#transaction_id#"
@@ -120,6 +121,7 @@ func TestAPIMacroStyles(t *testing.T) {
 // TestAPIUnknownMacroWarning: a macro that none of the last events of the
 // endpoint's types carries is a warning; a field they carry is not.
 func TestAPIUnknownMacroWarning(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Clickwave")
 	body := map[string]any{"partner_id": pid, "kind": "postback", "name": "first", "event_types": []string{"conversion.*"},
@@ -149,6 +151,7 @@ func TestAPIUnknownMacroWarning(t *testing.T) {
 // (computed here, not by the production code), the redacted view and its
 // curl show neither the signature nor the secret.
 func TestSignedPostbackRequestViews(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Clickwave")
 	rec := env.do(http.MethodPost, "/api/v1/endpoints", map[string]any{"partner_id": pid, "kind": "postback", "name": "signed",

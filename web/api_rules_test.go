@@ -13,6 +13,7 @@ import (
 // used, so endpoints that do not use them stay as they were), and bad input
 // is a 422 naming its field.
 func TestAPIPostbackRules(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Rules")
 	base := func(name string, extra map[string]any) map[string]any {
@@ -114,6 +115,7 @@ func TestAPIPostbackRules(t *testing.T) {
 // choice, shown by GET, and refused at save when it is not a valid body
 // once rendered with sample values, or without POST.
 func TestAPIPostbackBody(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Bodies")
 	base := func(name string, extra map[string]any) map[string]any {

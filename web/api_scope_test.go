@@ -89,6 +89,7 @@ func apiRoutes(env *testEnv) []string {
 // never refused (401 or 403), any other is refused with 403
 // insufficient_scope and WWW-Authenticate.
 func TestAPIRouteScopes(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	partner := env.createPartner("Bound")
 	keys := []struct {
@@ -151,6 +152,7 @@ func TestAPIRouteScopes(t *testing.T) {
 // TestAPIInsufficientScopeAnswer: the 403's JSON error and header, as RFC
 // 6750 has them, for a route of one scope and a route of two.
 func TestAPIInsufficientScopeAnswer(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ingest, read := env.withKey(account.ScopeIngest, 0), env.withKey(account.ScopeRead, 0)
 	cases := []struct {
@@ -199,6 +201,7 @@ func TestAPIInsufficientScopeAnswer(t *testing.T) {
 // it posted, one by one and in a batch, and no other: another key's event
 // is a 404, as an unknown id is. read and admin keys read every event.
 func TestAPIIngestKeyReadsItsOwnEvents(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	mine, other := env.withKey(account.ScopeIngest, 0), env.withKey(account.ScopeIngest, 0)
 	read := env.withKey(account.ScopeRead, 0)
@@ -234,6 +237,7 @@ func TestAPIIngestKeyReadsItsOwnEvents(t *testing.T) {
 // events only, and reads and lists only the events delivered to its
 // endpoints, with only those deliveries.
 func TestAPIPartnerBoundKeys(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	p1, p2 := env.createPartner("One"), env.createPartner("Two")
 	e1 := env.createEndpoint(map[string]any{"partner_id": p1, "name": "one", "kind": "webhook", "url": "https://one.hookline.test/in"})
@@ -337,6 +341,7 @@ func TestAPIPartnerBoundKeys(t *testing.T) {
 // TestAPIKeyPartnerValidation: a key is bound only to an existing active
 // partner, and never with the admin scope.
 func TestAPIKeyPartnerValidation(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	archived := env.createPartner("Gone")
 	env.exec("UPDATE partners SET archived_at = now() WHERE id = $1", archived)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestAPIAuthentication(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	t.Run("missing key", func(t *testing.T) {
 		rec := env.do(http.MethodGet, "/api/v1/partners", nil, "Authorization", "")
@@ -37,6 +38,7 @@ func TestAPIAuthentication(t *testing.T) {
 }
 
 func TestAPIPartners(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	var id int64
 	t.Run("create", func(t *testing.T) {
@@ -88,6 +90,7 @@ func TestAPIPartners(t *testing.T) {
 }
 
 func TestAPIEndpoints(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	var webhookID int64

@@ -14,6 +14,7 @@ import (
 // the account page shows, signs out, and signs in again with the password
 // and a code computed here from that secret, as their app would.
 func TestBrowserTwoFactor(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t)
 	base := env.server()

@@ -47,6 +47,7 @@ const cspCheck = `(async () => {
 // any policy violation the browser reports, any inline script or handler,
 // and any page served without the policy.
 func TestBrowserContentSecurityPolicy(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	env := newEnv(t, allowLoopback)
 	base := env.server()

@@ -20,6 +20,7 @@ func choose(tab *chromeTab, css, value string) {
 // refreshes the preview of recent events through htmx, and saving stores
 // the filter the rows say.
 func TestBrowserFilterBuilder(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t)
 	base := env.server()

@@ -107,23 +107,45 @@ func (c *chromeTab) with(t *testing.T) *chromeTab {
 	return &sub
 }
 
-// newChromeTab starts a browser for the test; it is closed when the test
-// ends.
-func newChromeTab(t *testing.T, base string) *chromeTab {
+// sharedChromium is the one headless Chromium of this test binary, started
+// by the first browser test and stopped by TestMain after the last. Each
+// test gets a browser context of its own in it (as an incognito window:
+// its own cookies, storage and cache), so tests stay as isolated as with a
+// browser each, without paying a browser start per test.
+var sharedChromium struct {
+	mu     sync.Mutex
+	ctx    context.Context // the browser's first tab; children open tabs in it
+	stop   func()
+	tmp    string
+	broken error
+}
+
+// chromium returns the shared browser, starting it on first use.
+func chromium(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
-	dir := artifactsDir(t)
-	profile := t.TempDir() // registered first, so removed after the browser exits
+	b := &sharedChromium
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken != nil {
+		t.Fatalf("Chromium (%s) did not start: %v", path, b.broken)
+	}
+	if b.ctx != nil {
+		return b.ctx
+	}
+	profile, err := os.MkdirTemp("", "chromium-profile")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Chromium keeps its singleton socket in a directory it makes in
-	// $TMPDIR and removes only when it exits by itself; the test ends it
-	// with a kill, which left one directory in /tmp a browser. A short
-	// one of the test's own (a socket's path is limited to 108 bytes) is
-	// removed after the browser exits.
+	// $TMPDIR and removes only when it exits by itself; it is ended with a
+	// kill, which left one directory in /tmp a browser. A short one of its
+	// own (a socket's path is limited to 108 bytes) is removed after it
+	// exits.
 	tmp, err := os.MkdirTemp("", "chromium")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(profile),
@@ -139,30 +161,68 @@ func newChromeTab(t *testing.T, base string) *chromeTab {
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.WindowSize(1280, 900),
 	)
-	// t.Context ends just before the cleanups run: the browser goes with the
-	// test, and the cleanup below waits for its process to exit.
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-	})
-	c := &chromeTab{t: t, ctx: ctx, base: base, dir: dir, log: &pageLog{}}
-	_ = os.Remove(filepath.Join(dir, c.failureShot())) // from an earlier run
-	start, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	stop := func() {
+		cancelBrowser()
+		cancelAlloc() // waits for the process to exit
+		_ = os.RemoveAll(profile)
+		_ = os.RemoveAll(tmp)
+	}
 	// The first action starts the browser; it must not run under a timeout
-	// that would end the browser with it, so the step's deadline comes from
-	// a goroutine instead.
+	// that would end the browser with it, so the deadline comes from a
+	// timer instead.
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(ctx) }()
 	select {
-	case err := <-started:
+	case err = <-started:
+	case <-time.After(30 * time.Second):
+		err = fmt.Errorf("no answer within 30 s")
+	}
+	if err != nil {
+		stop()
+		b.broken = err
+		t.Fatalf("start Chromium (%s): %v", path, err)
+	}
+	b.ctx, b.stop = ctx, stop
+	return ctx
+}
+
+// stopChromium ends the shared browser, if a test started it.
+func stopChromium() {
+	b := &sharedChromium
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stop != nil {
+		b.stop()
+		b.ctx, b.stop = nil, nil
+	}
+}
+
+// newChromeTab opens a tab in a fresh browser context of the shared
+// Chromium for the test; both are closed when the test ends.
+func newChromeTab(t *testing.T, base string) *chromeTab {
+	t.Helper()
+	browser := chromium(t)
+	dir := artifactsDir(t)
+	ctx, cancelTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancelTab)
+	context.AfterFunc(t.Context(), cancelTab) // the tab's listeners end with the test
+	c := &chromeTab{t: t, ctx: ctx, base: base, dir: dir, log: &pageLog{}}
+	_ = os.Remove(filepath.Join(dir, c.failureShot())) // from an earlier run
+	open, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// Opening the tab under a timeout would tie the tab to it, so the
+	// deadline comes from a goroutine instead.
+	opened := make(chan error, 1)
+	go func() { opened <- chromedp.Do(ctx) }()
+	select {
+	case err := <-opened:
 		if err != nil {
-			t.Fatalf("start Chromium (%s): %v", path, err)
+			t.Fatalf("open a Chromium tab: %v", err)
 		}
-	case <-start.Done():
-		t.Fatalf("Chromium (%s) did not start within 30 s", path)
+	case <-open.Done():
+		t.Fatalf("Chromium did not open a tab within 30 s")
 	}
 
 	// A dialog nobody expected would block the page until the test times

@@ -125,6 +125,7 @@ const overlapJS = `(() => {
 // does not run into the signed-in email. The dead-letters page is checked
 // with its clusters expanded, at 1024 px and on a wide screen.
 func TestBrowserLayoutAndContrast(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

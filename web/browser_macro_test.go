@@ -10,6 +10,7 @@ import (
 // postback form shows the warning right under the URL field, through
 // htmx; switching the macro style to hash clears it and fills the macro.
 func TestBrowserMacroWarnings(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t)
 	base := env.server()

@@ -12,6 +12,7 @@ import (
 // notification that the worker delivers, signed, to the loopback
 // receiver, and deletes the channel.
 func TestBrowserNotificationsSettings(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

@@ -19,6 +19,7 @@ import (
 // table refreshing itself, both on a filter change and on its 10 s poll,
 // without a page load.
 func TestBrowserDashboard(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()
@@ -170,6 +171,7 @@ func TestBrowserDashboard(t *testing.T) {
 // die with 401; the operator replays the cluster from the dead-letters page
 // once the partner is fixed, and watches them being delivered.
 func TestBrowserReplayCluster(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()
@@ -239,6 +241,7 @@ func TestBrowserReplayCluster(t *testing.T) {
 // cluster shows its progress until it is delivered, like a cluster replay,
 // and the cluster's count follows; htmx finds every target it swaps.
 func TestBrowserReplayDelivery(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()
@@ -293,6 +296,7 @@ func TestBrowserReplayDelivery(t *testing.T) {
 // once, keeps the old one signing for the chosen overlap, and never shows the
 // secret again.
 func TestBrowserRotateSecret(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()
@@ -358,6 +362,7 @@ func TestBrowserRotateSecret(t *testing.T) {
 // any control, and the server refuses its state changes whatever the page
 // does; an operator's state changes need the page's CSRF token.
 func TestBrowserViewerAndCSRF(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t)
 	base := env.server()
@@ -449,6 +454,7 @@ func TestBrowserViewerAndCSRF(t *testing.T) {
 // the forms (preset, live preview, field errors, test fire, secret shown
 // once), then creating and revoking an API key.
 func TestBrowserOnboarding(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

@@ -12,6 +12,7 @@ import (
 // Chromium, events posted meanwhile wait in the queue, and after the
 // partner's fix "Enable again" delivers every one of them.
 func TestBrowserFailureBudget(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

@@ -99,6 +99,7 @@ func (e *testEnv) auditCountFor(action, email string) int {
 }
 
 func TestTwoFactorSignIn(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock()
 	env := newEnv(t, func(c *Config) { c.Now = clock.now })
 	base := env.server()
@@ -302,6 +303,7 @@ func mustDoc(t *testing.T, b *browser, path string) *goquery.Document {
 }
 
 func TestRequire2FA(t *testing.T) {
+	t.Parallel()
 	t.Run("which roles each value covers", func(t *testing.T) {
 		for mode, want := range map[string]string{"": "", "admin": "admin", "operator": "operator admin", "all": "viewer operator admin"} {
 			s := &Server{cfg: Config{Require2FA: mode}}

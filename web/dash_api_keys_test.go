@@ -15,6 +15,7 @@ import (
 // and a partner, the list shows both, the key can do what its scope says
 // and no more, and the audit rows of create and revoke name the scope.
 func TestAPIKeySettingsScopes(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	partner := env.createPartner("Acme")
 	base := env.server()

@@ -13,6 +13,7 @@ import (
 // the events carry one, and says it is a raw sum when they do not or when
 // they mix currencies.
 func TestDeadLettersPayoutCurrency(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Clickwave")

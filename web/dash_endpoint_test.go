@@ -16,6 +16,7 @@ import (
 // included), shows failures only on request, works as plain links and as
 // htmx fragment swaps; the signing secrets come before it on the page.
 func TestEndpointAttemptLogPages(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme Retail")

@@ -14,6 +14,7 @@ import (
 // minutes shows that P95 beside the 24 h figures, which look healthy; a row
 // flagged by its 24 h P95 needs no extra figure.
 func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme Retail")
@@ -48,6 +49,7 @@ func TestEndpointsSlowRowShowsRecentP95(t *testing.T) {
 // components.Counted and show more as "1,000+" (sorted with the largest);
 // smaller counts, an in-flight probe included, are exact.
 func TestEndpointsCountsCapped(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme Retail")
 	busy := env.createEndpoint(map[string]any{"partner_id": pid, "name": "busy", "kind": "webhook", "url": "https://busy.invalid/in"}).ID
@@ -97,6 +99,7 @@ func TestEndpointsCountsCapped(t *testing.T) {
 
 // TestNextProbeAt: the dashboard's "next probe" is the breaker package's.
 func TestNextProbeAt(t *testing.T) {
+	t.Parallel()
 	opened := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string

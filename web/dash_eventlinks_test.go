@@ -17,6 +17,7 @@ import (
 // cluster and an expanded cluster's deliveries open the event log (or the
 // event) at the dead delivery they count.
 func TestDashLinksIntoEventLog(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "https://orders.acme.invalid/in"}).ID
@@ -96,6 +97,7 @@ func TestDashLinksIntoEventLog(t *testing.T) {
 // at their dead deliveries of the last hour; a late-delivery alert links to
 // the waiting events; a slow endpoint still opens its page.
 func TestAlertLinksIntoEventLog(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 1, 12, 30, 40, 0, time.UTC)
 	v := alertView(alert{Kind: "dead_letters_rising", Endpoints: []alertEndpoint{{ID: 7, Name: "orders", Dead: 3}}}, now)
 	want := events.Filter{EndpointID: 7, Status: "dead", Since: "2026-05-01T11:30"}.URL()

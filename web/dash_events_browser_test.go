@@ -15,6 +15,7 @@ import (
 // and resends it to one partner, which receives it again with the same
 // webhook-id.
 func TestBrowserEventLog(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

@@ -17,6 +17,7 @@ import (
 // delivery status, and pages newest first with the "Older" link, no event
 // missed or repeated.
 func TestDashEventsSearchFilterPaging(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders-hook", "kind": "webhook", "url": "http://127.0.0.1:1/in"})
@@ -138,6 +139,7 @@ func TestDashEventsSearchFilterPaging(t *testing.T) {
 // and a forged resend is refused; an operator's resend of a delivery in
 // flight says so.
 func TestDashEventPageRequest(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders-hook", "kind": "webhook", "url": "http://127.0.0.1:1/in",
@@ -203,6 +205,7 @@ func TestDashEventPageRequest(t *testing.T) {
 // TestDashEventNotFound: an unknown or malformed event id is a 404 page
 // that offers the search box.
 func TestDashEventNotFound(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	b := env.signIn(env.server(), "viewer@example.com", "viewer")
 	for _, id := range []string{uuid.NewString(), "9f1c2e"} {
@@ -219,6 +222,7 @@ func TestDashEventNotFound(t *testing.T) {
 // TestDashEventResendReachesReceiver: an operator's resend from the event
 // page reaches the receiver again with the same webhook-id.
 func TestDashEventResendReachesReceiver(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	rcv := newHookReceiver(t, http.StatusOK, 0, "ok")
 	pid := env.createPartner("Acme")
@@ -262,6 +266,7 @@ func TestDashEventResendReachesReceiver(t *testing.T) {
 // its filters and announces them rather than shifting the list; older pages
 // do not poll.
 func TestDashEventsNewAnnounced(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	env.postEvent("order.created", map[string]any{"order_id": 1})
 	b := env.signIn(env.server(), "viewer@example.com", "viewer")
@@ -296,6 +301,7 @@ func TestDashEventsNewAnnounced(t *testing.T) {
 // TestDashEventPagePostback: a postback delivery's request is the GET to
 // the rendered template, redacted as logs redact URLs, and unsigned.
 func TestDashEventPagePostback(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Clickwave")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "keitaro", "kind": "postback", "method": "GET",
@@ -316,6 +322,7 @@ func TestDashEventPagePostback(t *testing.T) {
 // event from it is named on the event's page as filtered; one that took
 // the event, or does not take its type, is not.
 func TestDashEventPageFiltered(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	strict := env.createEndpoint(map[string]any{"partner_id": pid, "name": "big payouts", "kind": "webhook",

@@ -19,6 +19,7 @@ import (
 // the endpoints table's success rate and the endpoint page's success rate
 // and last failure.
 func TestDeadWithoutAttemptCountsAsFailure(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	base := env.server()
 	rcv := newHookReceiver(t, http.StatusOK, 0, "OK")
@@ -117,6 +118,7 @@ func TestDeadWithoutAttemptCountsAsFailure(t *testing.T) {
 // query writes the list out for its partial index), and a sent one does
 // not.
 func TestUnsentDeadClasses(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Clickwave")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hook.invalid/in"}).ID

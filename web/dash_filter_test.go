@@ -38,6 +38,7 @@ func withFilterRows(v url.Values, rows ...[3]string) url.Values {
 }
 
 func TestEndpointFormFilterBuilder(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -157,6 +158,7 @@ func TestEndpointFormFilterBuilder(t *testing.T) {
 }
 
 func TestEndpointFormFilterPreview(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	op := env.signIn(base, "op@example.com", "operator")
@@ -235,6 +237,7 @@ func TestEndpointFormFilterPreview(t *testing.T) {
 // TestFilterFormValues: what the builder shows for a stored operand reads
 // back as the same operand.
 func TestFilterFormValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ typed, json string }{
 		{"approved", `"approved"`}, {"12.50", `12.50`}, {"-3", `-3`}, {"007", `"007"`},
 		{`"12"`, `"12"`}, {"true", `true`}, {`"true"`, `"true"`}, {"null", `null`},

@@ -12,6 +12,7 @@ import (
 // Dashboard forms refuse what PostgreSQL would refuse with a 4xx naming
 // the field, and hold settings to the API's ranges.
 func TestFormTextPostgreSQLRefuses(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -72,6 +73,7 @@ func TestFormTextPostgreSQLRefuses(t *testing.T) {
 }
 
 func TestEndpointFormRangesAndBlockedHint(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -111,6 +113,7 @@ func TestEndpointFormRangesAndBlockedHint(t *testing.T) {
 }
 
 func TestRotateFormOverlapOverflow(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -136,6 +139,7 @@ func TestRotateFormOverlapOverflow(t *testing.T) {
 // The test fire of a saved endpoint whose destination the guard refuses at
 // dial time says how to allow it.
 func TestTestFireBlockedNamesAllowNetworks(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")

@@ -13,6 +13,7 @@ import (
 // template is typed and on the page after saving, and never blocks a save
 // for a warning.
 func TestEndpointFormMacroStyles(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Clickwave")
@@ -98,6 +99,7 @@ func (e *testEnv) endpointID(t *testing.T, name string) int64 {
 // TestEndpointEditWarningFlash: saving an edit whose template warns saves,
 // and says so on the endpoint page.
 func TestEndpointEditWarningFlash(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Clickwave")

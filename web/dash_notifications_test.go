@@ -37,6 +37,7 @@ func editForm(doc *goquery.Document) url.Values {
 }
 
 func TestDashboardFailureBudget(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -120,6 +121,7 @@ func TestDashboardFailureBudget(t *testing.T) {
 }
 
 func TestNotificationsSettingsPage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	admin := env.signIn(base, "admin@example.com", "admin")

@@ -26,6 +26,7 @@ func endpointForm(over map[string]string) url.Values {
 }
 
 func TestEndpointFormRules(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -89,6 +90,7 @@ func TestEndpointFormRules(t *testing.T) {
 }
 
 func TestOnboardKeitaroPostback(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	base := env.server()
 	var hits []string
@@ -148,6 +150,7 @@ func TestOnboardKeitaroPostback(t *testing.T) {
 }
 
 func TestAPIKeysAndUsersSettings(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	admin := env.signIn(base, "admin@example.com", "admin")
@@ -206,6 +209,7 @@ func TestAPIKeysAndUsersSettings(t *testing.T) {
 }
 
 func TestPartnerAndUserFormRules(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	admin := env.signIn(base, "admin@example.com", "admin")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestEndpointsPage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -79,6 +80,7 @@ func TestEndpointsPage(t *testing.T) {
 }
 
 func TestEndpointPageActions(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	base := env.server()
 	var got http.Header
@@ -161,6 +163,7 @@ func deadLetterCluster(t *testing.T) (*testEnv, *browser, endpointJSON, *goquery
 }
 
 func TestDeadLettersPageReplay(t *testing.T) {
+	t.Parallel()
 	env, op, ep, doc := deadLetterCluster(t)
 	row := testid(doc, "cluster-row")
 	if p, _ := row.Attr("data-pattern"); p != "credentials" || testid(doc, "cluster-count").Text() != "3" {
@@ -192,6 +195,7 @@ func TestDeadLettersPageReplay(t *testing.T) {
 // out-of-band swap: re-queued dead letters leave the cluster, those that die
 // again with the same error come back.
 func TestDeadLetterCountFollowsReplay(t *testing.T) {
+	t.Parallel()
 	env, op, ep, doc := deadLetterCluster(t)
 	key, _ := testid(doc, "cluster-row").Attr("data-cluster")
 	countID, _ := testid(doc, "cluster-count").Find("span").Attr("id")
@@ -235,6 +239,7 @@ func TestDeadLetterCountFollowsReplay(t *testing.T) {
 }
 
 func TestOverviewPage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	b := env.signIn(base, "v@example.com", "viewer")
@@ -260,6 +265,7 @@ func TestOverviewPage(t *testing.T) {
 // to the others that keep its search and order; a page past the end shows
 // the last one.
 func TestEndpointsPaged(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	seedEndpoints(t, env, 250)

@@ -10,6 +10,7 @@ import (
 // TestKeitaroPreviewStatus: the Keitaro preset's preview sends a status
 // Keitaro accepts (its help says: lead, sale or rejected).
 func TestKeitaroPreviewStatus(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Clickwave")

@@ -30,6 +30,7 @@ func mapRows(doc *goquery.Document) []string {
 // share are saved, shown again on the edit form and kept by an edit that
 // does not touch them; a row without a field is an error next to the map.
 func TestEndpointFormValueMaps(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -100,6 +101,7 @@ func TestEndpointFormValueMaps(t *testing.T) {
 // saved one on the edit form, and the test fire sends it with the mapped
 // value.
 func TestEndpointFormPostBody(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -141,6 +143,7 @@ func TestEndpointFormPostBody(t *testing.T) {
 // unmapped value (recorded delivered with class unmapped_value) reads as
 // skipped on the event page, with why.
 func TestDashEventPageShowsSkipped(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "keitaro", "kind": "postback",

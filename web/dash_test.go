@@ -13,6 +13,7 @@ import (
 // dashboard route that changes state refuses a request without a session,
 // and one with a session but without the CSRF token.
 func TestMutatingRoutesNeedSessionAndCSRF(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	admin := env.signIn(base, "admin@example.com", "admin")
@@ -60,6 +61,7 @@ func TestMutatingRoutesNeedSessionAndCSRF(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	env.signIn(base, "ops@example.com", "operator")
@@ -172,6 +174,7 @@ func cookieValue(b *browser, u *url.URL, name string) string {
 }
 
 func TestRoles(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")

@@ -15,6 +15,7 @@ import (
 // before sending: a destination the guard refuses (the form's own check),
 // or a postback whose sample lacks a field the template needs.
 func TestTestFireDestinationCheck(t *testing.T) {
+	t.Parallel()
 	verdicts := func(t *testing.T, env *testEnv, form url.Values) (string, []string) {
 		t.Helper()
 		op := env.signIn(env.server(), "ops@example.com", "operator")

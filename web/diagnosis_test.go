@@ -7,6 +7,7 @@ import (
 )
 
 func TestDiagnose(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name string
@@ -44,6 +45,7 @@ func TestDiagnose(t *testing.T) {
 // TestDiagnoseWording: counts are pluralised, and an endpoint without
 // retries (max_attempts 1) is not said to have run out of them.
 func TestDiagnoseWording(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name      string

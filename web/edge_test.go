@@ -308,6 +308,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // evaluated, per account and per address. Today's main checked the
 // throttle before bcrypt and charged it after, so all were evaluated.
 func TestEdgeSignInThrottleRace(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	env.signIn(base, "victim@hookline.test", "admin")
@@ -401,6 +402,7 @@ func TestEdgeSignInThrottleRace(t *testing.T) {
 // its companions; HSTS and Secure cookies come with HTTPS (TLS, a proxy's
 // X-Forwarded-Proto, or an https public URL), never over plain HTTP.
 func TestEdgeSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	b := env.signIn(base, "ops@hookline.test", "operator")
@@ -475,6 +477,7 @@ func TestEdgeSecurityHeaders(t *testing.T) {
 // so the public listener serves it only with the metrics token; health
 // probes say nothing about endpoints.
 func TestEdgeMetricsNotPublic(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, func(c *Config) { c.MetricsToken = "" })
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "acme-secret-hooks", "kind": "webhook", "url": "https://hooks.acme.invalid/in"})
@@ -515,6 +518,7 @@ func TestEdgeMetricsNotPublic(t *testing.T) {
 // TestEdgeFamilies: each request meets its family's body limit and write
 // deadline.
 func TestEdgeFamilies(t *testing.T) {
+	t.Parallel()
 	l := DefaultLimits()
 	for _, tc := range []struct {
 		method, path string

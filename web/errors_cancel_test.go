@@ -17,6 +17,7 @@ import (
 // 499 (for the access log) and logged at debug, while the same error on a
 // live request still counts as internal.
 func TestClassifyClientCancelled(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := &Server{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	e := echo.New()

@@ -17,6 +17,7 @@ import (
 // sealed, never returned, kept by sending the mask back, and still reach
 // the partner.
 func TestCustomHeadersAreSealedAndWriteOnly(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	ctx := context.Background()
 	var mu sync.Mutex

@@ -14,6 +14,7 @@ import (
 // into the new partition, and answers 202, not a 4xx that blames the
 // event.
 func TestIngestMeetsANewPartition(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	pid := env.createPartner("Acme")
 	env.createEndpoint(map[string]any{"partner_id": pid, "name": "orders", "kind": "webhook", "url": "http://127.0.0.1:1/in"})

@@ -15,6 +15,7 @@ import (
 // a busy machine. The filters read in the transaction still apply: an
 // event the filter rejects gets no delivery from its endpoint.
 func TestIngestTwoRoundTrips(t *testing.T) {
+	t.Parallel()
 	pool, trips := dbtest.CountedPool(t, dbtest.URL(t))
 	env := newEnvWithPool(t, pool)
 	pid := env.createPartner("Acme")

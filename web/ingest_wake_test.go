@@ -44,6 +44,7 @@ func (f *fakeWorker) takeWoken() [][]int64 {
 // replica could claim); otherwise it sends one as without a local worker.
 // An ingest that queues nothing wakes nobody.
 func TestIngestWakesLocalWorker(t *testing.T) {
+	t.Parallel()
 	local := &fakeWorker{everything: true}
 	env := newEnv(t, func(c *Config) { c.Worker = local })
 	pid := env.createPartner("Acme")

@@ -14,6 +14,7 @@ import (
 // break delivery, are 4xx answers naming the field; never a 500.
 
 func TestEventPayloadPostgreSQLRefuses(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	cases := []struct {
 		name    string
@@ -92,6 +93,7 @@ func TestEventPayloadPostgreSQLRefuses(t *testing.T) {
 }
 
 func TestNULInAPITextFields(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hooks.test/h"})
@@ -131,6 +133,7 @@ func TestNULInAPITextFields(t *testing.T) {
 }
 
 func TestEndpointSettingsRanges(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	n := 0
@@ -209,6 +212,7 @@ type json1e400 struct{}
 func (json1e400) MarshalJSON() ([]byte, error) { return []byte("1e400"), nil }
 
 func TestRotateOverlapOverflow(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hooks.test/h"})
@@ -235,6 +239,7 @@ func TestRotateOverlapOverflow(t *testing.T) {
 }
 
 func TestStrictIDs(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "hook", "kind": "webhook", "url": "https://hooks.test/h"})
@@ -251,6 +256,7 @@ func TestStrictIDs(t *testing.T) {
 }
 
 func TestParseID(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"1": 1, "0012": 12, "9223372036854775807": 9223372036854775807} {
 		if got, ok := parseID(in); !ok || got != want {
 			t.Errorf("parseID(%q) = %d, %v", in, got, ok)
@@ -264,6 +270,7 @@ func TestParseID(t *testing.T) {
 }
 
 func TestNameLimitsCountCharacters(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	name := strings.Repeat("é", 200) // 400 bytes, 200 characters: the database's limit
 	rec := env.do(http.MethodPost, "/api/v1/partners", map[string]any{"name": name, "contact": strings.Repeat("ü", 500)})
@@ -277,6 +284,7 @@ func TestNameLimitsCountCharacters(t *testing.T) {
 }
 
 func TestDuplicateEndpointNameIsAConflict(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -299,6 +307,7 @@ func TestDuplicateEndpointNameIsAConflict(t *testing.T) {
 // An event PostgreSQL refuses for a reason validation does not know is
 // still rejected alone: the others are stored.
 func TestBatchEventRefusedByPostgreSQLIsRejectedAlone(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	if _, err := env.pool.Exec(context.Background(),
 		`ALTER TABLE events ADD CONSTRAINT test_poison CHECK (payload->>'poison' IS NULL)`); err != nil {
@@ -332,6 +341,7 @@ func TestBatchEventRefusedByPostgreSQLIsRejectedAlone(t *testing.T) {
 // A value PostgreSQL refuses that validation let through is a 4xx, not a
 // 500: the error handler's last line of defence.
 func TestDatabaseRefusalIsNotA500(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	if _, err := env.pool.Exec(context.Background(),
 		`ALTER TABLE partners ADD CONSTRAINT test_poison CHECK (name <> 'poison')`); err != nil {

@@ -23,6 +23,7 @@ var nextBypasses = []string{
 }
 
 func TestSafeNext(t *testing.T) {
+	t.Parallel()
 	for _, next := range nextBypasses {
 		if got := safeNext(next); got != "/" {
 			t.Errorf("safeNext(%q) = %q, want /", next, got)
@@ -37,6 +38,7 @@ func TestSafeNext(t *testing.T) {
 }
 
 func TestLoginRedirectStaysOnSite(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	signedIn := env.signIn(base, "ops@example.com", "operator")
@@ -90,6 +92,7 @@ func TestLoginRedirectStaysOnSite(t *testing.T) {
 }
 
 func TestTruncateStringKeepsCharacters(t *testing.T) {
+	t.Parallel()
 	ua := strings.Repeat("a", 199) + "é" + "tail" // "é" spans bytes 199 and 200
 	got := truncateString(ua, 200)
 	if !utf8.ValidString(got) || got != strings.Repeat("a", 199) {
@@ -106,6 +109,7 @@ func TestTruncateStringKeepsCharacters(t *testing.T) {
 }
 
 func TestLoginWithAMultibyteUserAgent(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	env.signIn(base, "ua@example.com", "viewer") // creates the user

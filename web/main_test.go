@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,6 +12,16 @@ import (
 
 // The server, its throttles and the test workers start goroutines; each
 // must be gone when its test ends.
+// The shared Chromium is stopped first: its goroutines are the package's,
+// not a test's.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, sendertest.IgnoreCleaners...)
+	code := m.Run()
+	stopChromium()
+	if code == 0 {
+		if err := goleak.Find(sendertest.IgnoreCleaners...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

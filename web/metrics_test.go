@@ -45,6 +45,7 @@ func gaugeOf(families map[string]*dto.MetricFamily, name string, want map[string
 // workers (liveness), the samples behind each P95 (a slow alert needs 20)
 // and how much of its failure budget an endpoint has used.
 func TestMetricsForAlerts(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Acme")
 	ep := env.createEndpoint(map[string]any{"partner_id": pid, "name": "x", "kind": "webhook", "url": "https://hooks.acme.invalid/in"}).ID

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAPIFailureBudgetFields(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Budget fields")
 	base := func(extra map[string]any) map[string]any {
@@ -68,6 +69,7 @@ func TestAPIFailureBudgetFields(t *testing.T) {
 }
 
 func TestAPINotificationChannels(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ok := map[string]any{"name": "ops", "style": "webhook", "url": "https://hooks.test/notify", "kinds": []string{"breaker.opened", "endpoint.disabled"}}
 	with := func(k string, v any) map[string]any {

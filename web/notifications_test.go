@@ -63,6 +63,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // signed), disabled at 4; events posted while it is disabled are queued,
 // not dead and not sent; enabling it again delivers every one of them.
 func TestFailureBudgetWarnsDisablesHoldsAndReleases(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	partner := env.createPartner("Budget partner")
 

@@ -10,6 +10,7 @@ import (
 // fires its alert once and a new cluster is announced once, however often
 // the watcher looks; when the rise is over the alert resolves.
 func TestWatchAlertsFiresResolvesAndAnnouncesClusters(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ctx := context.Background()
 	pid := env.createPartner("Clickwave")
@@ -56,6 +57,7 @@ func TestWatchAlertsFiresResolvesAndAnnouncesClusters(t *testing.T) {
 // but whose dead letters are all older than that is not announced again;
 // a new dead letter of it is, and so is every cluster of the hour then.
 func TestWatchAlertsLooksForNewClustersSinceItsLastLook(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ctx := context.Background()
 	pid := env.createPartner("Clickwave")

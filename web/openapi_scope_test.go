@@ -14,6 +14,7 @@ import (
 // x-partner-bound-keys equal to what the route takes (apiRouteScopes,
 // itself kept true by TestAPIRouteScopes), and documents its 403.
 func TestOpenAPIScopes(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Scopes    []string                   `json:"x-required-scope"`

@@ -12,6 +12,7 @@ import (
 // TestOpenAPIMatchesRoutes keeps /api/openapi.json true: every API route is
 // documented with its method, and every documented operation is routed.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	env := newEnvWithPool(t, unreachablePool(t))
 	var doc struct {
 		OpenAPI string                                `json:"openapi"`
@@ -72,6 +73,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // TestOpenAPIEndpointRanges keeps the documented ranges of the numeric
 // settings equal to the ones validation enforces.
 func TestOpenAPIEndpointRanges(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		Components struct {
 			Schemas map[string]struct {
@@ -132,6 +134,7 @@ func TestOpenAPIEndpointRanges(t *testing.T) {
 // the paged logs true: each typed one is read by the handler, which answers
 // a malformed value with a 422 naming it.
 func TestOpenAPIPagedQueryParameters(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	rec := env.do(http.MethodGet, "/api/openapi.json", nil)
 	mustStatus(t, rec, http.StatusOK)

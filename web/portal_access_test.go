@@ -88,6 +88,7 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 func refusal(doc *goquery.Document) string { return testid(doc, "error-message").Text() }
 
 func TestPortalLinkAPI(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -330,6 +331,7 @@ func TestPortalLinkAPI(t *testing.T) {
 // TestPortalDashboardSeparation: a portal session never reaches a
 // dashboard route, and a dashboard session is not a portal session.
 func TestPortalDashboardSeparation(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")
@@ -403,6 +405,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // TestPortalPartnerPage: the operator's "Share portal link", revokes and
 // archiving, with role checks.
 func TestPortalPartnerPage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")

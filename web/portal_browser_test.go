@@ -22,6 +22,7 @@ import (
 // rotates its signing secret and replays its dead letters, which its
 // receiver gets signed with the new secret.
 func TestBrowserPartnerPortal(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	// The partner's receivers are on loopback: the partner guard opens it
 	// too, as an operator opens an on-premise range for partners.

@@ -105,6 +105,7 @@ var routeParam = regexp.MustCompile(`:[a-z]+`)
 // Alpha may manage its endpoints, so the management routes answer for
 // their ids rather than refusing the permission first.
 func TestPortalIsolationWalk(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t)
 	f.env.exec("UPDATE partners SET portal_manage_endpoints = true WHERE id = $1", f.a)
 	before := f.betaState(t)
@@ -222,6 +223,7 @@ func cloneValues(v url.Values) url.Values {
 // the portal session's CSRF token (form or htmx), with one's own ids, and
 // changes nothing.
 func TestPortalCSRF(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t)
 	// With the management routes allowed, their refusal can only be the
 	// CSRF check's.

@@ -42,6 +42,7 @@ func (e *testEnv) auditCount(actor, action string) int {
 // operator allows it; refused (403, controls hidden) otherwise, and
 // refused again at once when the operator turns it off.
 func TestPortalManageEndpoints(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback, allowPartnerLoopback)
 	base := env.server()
 	recv := newHookReceiver(t, http.StatusOK, 0, "ok")
@@ -306,6 +307,7 @@ func TestPortalManageEndpoints(t *testing.T) {
 // TestPartnerAPIPortalManage: the flag in the partner API — create, GET,
 // PATCH (with the other fields), validation and audit.
 func TestPartnerAPIPortalManage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	rec := env.do(http.MethodPost, "/api/v1/partners", map[string]any{"name": "Allowed", "portal_manage_endpoints": true})
 	mustStatus(t, rec, http.StatusCreated)

@@ -27,6 +27,7 @@ func (f *portalFixture) epPath(rest string) string {
 // an event, with the figures and the request as sent (header values
 // masked).
 func TestPortalPages(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t)
 	b := f.alpha
 
@@ -140,6 +141,7 @@ func TestPortalPages(t *testing.T) {
 // TestPortalActions: every action works on the partner's own objects
 // through the operator's operations, audited as the partner.
 func TestPortalActions(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t)
 	b := f.alpha
 	ctx := context.Background()

@@ -45,6 +45,7 @@ var testResolver = fakeResolver{
 // and recorded as the partner's so the worker and every later test fire
 // dial them the same way.
 func TestPortalPartnerGuard(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback, func(c *Config) { c.Resolver = testResolver })
 	base := env.server()
 	rcv := newHookReceiver(t, http.StatusOK, 0, `{"internal":"metrics"}`)
@@ -180,6 +181,7 @@ func TestPortalPartnerGuard(t *testing.T) {
 // any other it is refused (422, on the headers field) and nothing is sent.
 // Typed again, the value goes anywhere the guard allows.
 func TestTestFireStoredCredential(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback, allowPartnerLoopback)
 	base := env.server()
 	rcv := newHookReceiver(t, http.StatusOK, 0, `{"from":"the receiver"}`)
@@ -251,6 +253,7 @@ func TestTestFireStoredCredential(t *testing.T) {
 // and shows status and latency, but not what the receiver answered; the
 // operator's dashboard shows the answer.
 func TestPortalTestFirePrivateAnswer(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback, allowPartnerLoopback)
 	base := env.server()
 	const answer = "hookline_internal_metric 42"

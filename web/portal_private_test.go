@@ -12,6 +12,7 @@ import (
 // partner portal shows its status but never what it answered; the
 // dashboard shows both.
 func TestPortalHidesPrivateAnswers(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	base := env.server()
 	rcv := newHookReceiver(t, http.StatusTeapot, 0, "private-answer-of-the-operators-network")

@@ -12,6 +12,7 @@ import (
 // and watches its page count the deliveries delivered; the receiver gets
 // each event again under its webhook-id.
 func TestBrowserBulkReplay(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

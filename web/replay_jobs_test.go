@@ -33,6 +33,7 @@ func replaySetup(t *testing.T, env *testEnv) (ep, other int64) {
 }
 
 func TestAPIBulkReplay(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ep, other := replaySetup(t, env)
 	count := func(body map[string]any) int64 {
@@ -120,6 +121,7 @@ func TestAPIBulkReplay(t *testing.T) {
 // sees the count but cannot start; an operator's start opens the replay's
 // progress; the event log's dead filter links to the prefilled form.
 func TestDashBulkReplay(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	ep, _ := replaySetup(t, env)
 	base := env.server()

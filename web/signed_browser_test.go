@@ -17,6 +17,7 @@ import (
 // scheme (HMAC-SHA256, keyed with the secret's bytes after "whsec_", of the
 // URL up to "&sig=") and the click id substituted.
 func TestBrowserSignedPostback(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	env := newEnv(t, allowLoopback)
 	base := env.server()

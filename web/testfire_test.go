@@ -22,6 +22,7 @@ import (
 // postback whose template uses every built-in macro. Both build through
 // request.Build; this keeps a future change to either caller honest.
 func TestTestFireSendsWhatTheWorkerSends(t *testing.T) {
+	t.Parallel()
 	// A fixed clock a minute ahead: the worker claims the event at once,
 	// and both requests carry the same webhook-timestamp and {timestamp}.
 	at := time.Now().Add(time.Minute).Truncate(time.Second)

@@ -12,6 +12,7 @@ import (
 // changes, and with a smaller sample than the cluster's. (Autovacuum is off
 // for them here, so only the worker analyzes them, and it is never done.)
 func TestAnalyzeYoungTables(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	rcv := newReceiver(t)

@@ -17,6 +17,7 @@ import (
 // probe doubles the cooldown; a successful one closes the breaker and the
 // backlog drains.
 func TestBreakerOpensProbesAndCloses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(http.StatusServiceUnavailable))
@@ -85,6 +86,7 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 
 // TestLostProbeReopens: a probe whose worker dies is a failed probe.
 func TestLostProbeReopens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/", timeoutMs: 1000})
 	e.events(2, "order.created", `{}`)
@@ -121,6 +123,7 @@ func TestLostProbeReopens(t *testing.T) {
 // the locker's transaction id in the row's xmax; an update leaves a new
 // version whose xmax is 0. A failure still locks and writes.
 func TestHealthyBatchesLockNoHealthRow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, _ := e.endpoint(endpointOpts{url: rcv.URL})
@@ -179,6 +182,7 @@ func TestHealthyBatchesLockNoHealthRow(t *testing.T) {
 // endpoint only moves last_success_at, which is written at most once per
 // successResolution; anything the breaker decides is always written.
 func TestHealthRowWrittenOnlyWhenItMatters(t *testing.T) {
+	t.Parallel()
 	p := breaker.DefaultPolicy()
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	row := func(failures int32, lastSuccess time.Time) db.EndpointHealthLockRow {

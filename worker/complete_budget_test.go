@@ -12,6 +12,7 @@ import (
 // disabled by two quick failures; a failure an hour after the first
 // disables it; a success in between would have reset the streak.
 func TestFailureBudgetSpanHoldsDisable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(http.StatusBadRequest)) // permanent: each delivery dies at its first attempt
@@ -50,6 +51,7 @@ func TestFailureBudgetSpanHoldsDisable(t *testing.T) {
 
 // TestSuccessResetsFailureBudget: a delivered delivery ends the streak.
 func TestSuccessResetsFailureBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(http.StatusBadRequest))

@@ -22,6 +22,7 @@ import (
 // changes nothing. A batch that does change health (failures) takes more
 // round trips and records its attempts as well.
 func TestFlushTwoRoundTrips(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	pool, trips := dbtest.CountedPool(t, e.pool.Config().ConnString())
 

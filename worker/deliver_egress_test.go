@@ -24,6 +24,7 @@ import (
 // worker sends with the new ones; an endpoint without egress settings
 // beside it goes through the shared client, also through the proxy.
 func TestDeliverEgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	proxy, err := sender.ParseProxy("http://" + sendertest.Tinyproxy(t))

@@ -18,6 +18,7 @@ import (
 // The same receiver behind an operator-set URL is delivered to, and a
 // partner allow list that opens loopback lets the partner's through.
 func TestPartnerURLDialledWithPartnerGuard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	opID, _ := e.endpoint(endpointOpts{url: rcv.URL + "/operator"})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDeliversSignedWebhooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, secret := e.endpoint(endpointOpts{url: rcv.URL + "/hook?x=1"})
@@ -57,6 +58,7 @@ func TestDeliversSignedWebhooks(t *testing.T) {
 }
 
 func TestDeliversPostbacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
@@ -81,6 +83,7 @@ func TestDeliversPostbacks(t *testing.T) {
 }
 
 func TestPostbackFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("duplicate")) })
@@ -105,6 +108,7 @@ func TestPostbackFailures(t *testing.T) {
 // open, and the delivery fails without a request rather than going out
 // without the partner's credentials.
 func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	a, _ := e.endpoint(endpointOpts{url: rcv.URL})
@@ -131,6 +135,7 @@ func TestSealedHeadersOfAnotherEndpointAreNotSent(t *testing.T) {
 // TestGivenBoxOpensSecrets: a process builds one secret box and hands it to
 // the worker; no key of its own is needed.
 func TestGivenBoxOpensSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	_, secret := e.endpoint(endpointOpts{url: rcv.URL + "/hook"})
@@ -155,6 +160,7 @@ func TestGivenBoxOpensSecrets(t *testing.T) {
 // the query's redaction cannot see, is kept out of the stored excerpt and
 // error too when the tracker echoes it back.
 func TestPostbackPathValueRedacted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(func(w http.ResponseWriter, r *http.Request) {
@@ -181,6 +187,7 @@ func TestPostbackPathValueRedacted(t *testing.T) {
 // it, start plus duration, not when the worker got round to the result:
 // here the worker's clock jumps a minute while the partner answers.
 func TestDeliveredAtIsTheAttemptsEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	clk := newClock()

@@ -17,6 +17,7 @@ import (
 // 20/s with burst 5 gets exactly 5 sends; each simulated second brings 20
 // more.
 func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rate, burst := 20.0, int32(5)
@@ -44,6 +45,7 @@ func TestRateLimitHoldsWithFrozenClock(t *testing.T) {
 // rate limit is its owner's alone: with the clock frozen the endpoint gets
 // its burst once, not once per replica, and only one replica sends.
 func TestRateLimitHeldByTheOwner(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rate, burst := 10.0, int32(8)
@@ -69,6 +71,7 @@ func TestRateLimitHeldByTheOwner(t *testing.T) {
 // for an hour, then in 3 s, is flagged by its recent P95 within a couple of
 // minutes, while its 24 h P95 still looks healthy and nothing has failed.
 func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	epID, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:9/"})
 	clk := newClock()
@@ -135,6 +138,7 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 // overlap verify with the official npm verifier holding either secret; once
 // the old secret expires, only the new one verifies.
 func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
+	t.Parallel()
 	node := verifytest.Require(t)
 	e := newEnv(t)
 	rcv := newReceiver(t)
@@ -184,6 +188,7 @@ func TestRotationAcceptedByOfficialVerifier(t *testing.T) {
 // only when a claim returns a new secret_version, which adding a secret
 // must move.
 func TestRotationReachesARunningWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, oldSecret := e.endpoint(endpointOpts{url: rcv.URL})

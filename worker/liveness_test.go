@@ -55,6 +55,7 @@ func (e *env) alive(w *Worker) (kill func()) {
 // a worker that is alive but never finishes its sends keeps every lease it
 // holds. The clock is frozen, so lease expiry cannot be what frees the rows.
 func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	deadEP, _ := e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 10000, maxInFlight: 20})
@@ -111,6 +112,7 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 // ends every session, and live workers take their locks again) keeps its
 // leases.
 func TestDeadWorkerConfirmedTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 10000, maxInFlight: 20})
@@ -153,6 +155,7 @@ func TestDeadWorkerConfirmedTwice(t *testing.T) {
 // nothing; after a second of trying it picks another key, holds it, and only
 // then delivers.
 func TestNoClaimsWithoutLivenessLock(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})

@@ -11,6 +11,7 @@ import (
 // hookline_deliveries_dead_total, by the outcome of its last attempt; a
 // failed attempt that is retried and a delivered delivery count nothing.
 func TestDeadLettersAreCounted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bad := newReceiver(t)
 	bad.setHandler(respond(http.StatusBadRequest))

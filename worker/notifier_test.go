@@ -17,6 +17,7 @@ import (
 // summary standing for the rest; a notification about a channel's own
 // endpoint is skipped, and a test goes out whatever the rate limit.
 func TestNotifierRateLimitSummarisesFlapping(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	clk := newClock()
@@ -124,6 +125,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // (the breaker was open already), and the probe that closes it writes one
 // breaker.closed row.
 func TestBreakerTransitionsQueueNotifications(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(503))

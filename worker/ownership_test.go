@@ -19,6 +19,7 @@ import (
 // (none moves between the others), so ownership moves as little as it
 // can.
 func TestAssignShards(t *testing.T) {
+	t.Parallel()
 	ids := []string{"host-1-a1b2", "host-2-c3d4", "other-77-0001", "w4", "w5", "w6", "w7", "w8"}
 	assign := func(workers []string) map[string]shardSet {
 		out := map[string]shardSet{}
@@ -107,6 +108,7 @@ func (w *Worker) sessionPID() int {
 // other two take its shards at once, without waiting for anything to
 // expire, and keep their own.
 func TestShardsMoveWhenAWorkerDies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.worker(func(c *Config) { c.WorkerID = "a" })
 	b := e.worker(func(c *Config) { c.WorkerID = "b" })
@@ -198,6 +200,7 @@ func (r *onceReceiver) eachOnce(t *testing.T, want int) {
 // that shard has its result recorded: until then neither claims it, and
 // nothing is sent twice.
 func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := e.onceReceiver("/moving")
 	// An endpoint whose shard goes to b once b runs, and one that stays a's.
@@ -253,6 +256,7 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 // shards again with a new one, and since it still holds what it had
 // claimed, it does not claim the held sends again: nothing is sent twice.
 func TestSessionLostAndRetaken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := e.onceReceiver("/held")
 	e.endpoint(endpointOpts{url: rcv.URL + "/held", maxInFlight: 4})
@@ -285,6 +289,7 @@ func TestSessionLostAndRetaken(t *testing.T) {
 // this version claims nothing, so the two never send the same delivery.
 // Once it stops, delivery starts.
 func TestNoClaimsWhileAnOlderWorkerRuns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
@@ -328,6 +333,7 @@ func TestNoClaimsWhileAnOlderWorkerRuns(t *testing.T) {
 // others end its session, which frees its shards; a worker whose heartbeat
 // is fresh is left alone however long it holds its shards.
 func TestHungWorkerLosesItsShards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	// Two sessions standing for workers: one hung (its last heartbeat two

@@ -21,6 +21,7 @@ import (
 // is dropped, with everything in it, and the events go with it; dead
 // letters stay.
 func TestDeliveredPartitions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const retention = time.Hour
@@ -159,6 +160,7 @@ func partitionOf(t *testing.T, e *env, event uuid.UUID) string {
 // which the completion counts as worth retrying, and the retry lands
 // there.
 func TestDeliveredRacingANewPartition(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
@@ -212,6 +214,7 @@ func TestDeliveredRacingANewPartition(t *testing.T) {
 // without the new partition (the first case shows it still does); the
 // worker's attach makes every session plan again.
 func TestAttachPartitionsReplans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w, clk, span := e.spanWorker(7 * 24 * time.Hour)

@@ -19,6 +19,7 @@ import (
 // partitioning go the same way. Kept events are deleted one by one when
 // their last delivery goes, and their partition is dropped once empty.
 func TestEventPartitions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const retention = time.Hour
@@ -161,6 +162,7 @@ func (e *env) readerOf(table string) pgx.Tx {
 // moment at a time, so it stalls other statements briefly, and tries
 // again until the reader is done.
 func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := e.worker(nil)
@@ -189,6 +191,7 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 // the whole pass) keeps its events until a later pass drops it whole; the
 // events sweep, in the same pass, does not delete them row by row.
 func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const retention = time.Hour

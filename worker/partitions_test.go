@@ -17,6 +17,7 @@ import (
 // the default partition row by row. Replicas doing it at once do not get
 // in each other's way.
 func TestAttemptPartitionsByDay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	clk := newClock()
@@ -125,6 +126,7 @@ func TestAttemptPartitionsByDay(t *testing.T) {
 // in the new partition; were it not retried, the result would be dropped
 // and its delivery sent again once its lease expired.
 func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(5 * 24 * time.Hour) // beyond the days made ahead
@@ -168,6 +170,7 @@ func TestAttemptRacingANewPartitionIsRetried(t *testing.T) {
 // TestAttemptPartitionSpan: a day per partition up to 14 days' retention,
 // then as many days as keep the retention within 14 partitions.
 func TestAttemptPartitionSpan(t *testing.T) {
+	t.Parallel()
 	for retention, days := range map[time.Duration]int{
 		time.Hour: 1, 7 * partitionDay: 1, 14 * partitionDay: 1, 14*partitionDay + time.Hour: 2,
 		30 * partitionDay: 3, 90 * partitionDay: 7, 365 * partitionDay: 27,
@@ -186,6 +189,7 @@ func TestAttemptPartitionSpan(t *testing.T) {
 // default partition), and there are never more than the retention's 14
 // plus the ones ahead; retention keeps every attempt of the last year.
 func TestAttemptPartitionsSpanTheRetention(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	clk := newClock()

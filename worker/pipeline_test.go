@@ -12,6 +12,7 @@ import (
 // rolls all of them back and reaches the caller; settings made with
 // set_config(..., true) end with it.
 func TestPipelineIsOneTransaction(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	if _, err := e.pool.Exec(ctx, "CREATE TABLE pl (v int PRIMARY KEY)"); err != nil {

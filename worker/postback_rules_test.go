@@ -66,6 +66,7 @@ func (e *env) presetEndpoint(rcvURL, id string, rules postback.Rules) int64 {
 // and declined; Keitaro gets sale, lead and rejected, Affise 1, 2 and 3
 // with a 70 % payout share, each parsed as the tracker documents it.
 func TestPostbackValueMapsReachTrackers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	trackers := &fakeTrackers{}
@@ -108,6 +109,7 @@ func TestPostbackValueMapsReachTrackers(t *testing.T) {
 // against the endpoint's breaker; an endpoint without rules sends the same
 // event exactly as before.
 func TestPostbackUnmappedValues(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rules := func(policy string) string {
@@ -151,6 +153,7 @@ func TestPostbackUnmappedValues(t *testing.T) {
 // Webhooks headers over its exact bytes, and a form body postback, reach
 // the tracker with the same macros, maps and share as a URL would carry.
 func TestDeliversPostPostbacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rules := `{"value_maps":{"status":{"approved":"sale"}},"payout_share_bp":5000}`

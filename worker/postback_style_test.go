@@ -15,6 +15,7 @@ import (
 // TestDeliversHashStylePostbacks: a CAKE-style #click_id# template with
 // the hash macro style reaches the receiver with the click id substituted.
 func TestDeliversHashStylePostbacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{kind: "postback", macroStyle: "hash", url: rcv.URL + "/p.ashx?r=#click_id#&t=#transaction_id#&n=#attempt#"})
@@ -30,6 +31,7 @@ func TestDeliversHashStylePostbacks(t *testing.T) {
 // carries ts and an HMAC-SHA256 that the receiver verifies from the
 // documented scheme alone, with the secret hookline showed at creation.
 func TestDeliversSignedPostbacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	_, secret := e.endpoint(endpointOpts{kind: "postback", signatureParam: "sig", url: rcv.URL + "/pb?cid={click_id}&payout={payout}"})

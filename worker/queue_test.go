@@ -14,6 +14,7 @@ import (
 // TestReplicasNeverDoubleSend runs two workers on one database and one
 // receiver: every delivery arrives exactly once.
 func TestReplicasNeverDoubleSend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := e.onceReceiver("")
 	for i := range 4 {
@@ -39,6 +40,7 @@ func TestReplicasNeverDoubleSend(t *testing.T) {
 
 // TestInFlightCapIsShared checks max_in_flight holds across replicas.
 func TestInFlightCapIsShared(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	var mu sync.Mutex
@@ -69,6 +71,7 @@ func TestInFlightCapIsShared(t *testing.T) {
 // delivers each one once, with no attempt used by the crash. The crashed
 // worker's late results are fenced off.
 func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 1000, maxAttempts: 1, maxInFlight: 100})
@@ -117,6 +120,7 @@ func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 // after its lease: the lost attempt is recorded as lease_expired, counts
 // without exhausting the budget, and the delivery is sent.
 func TestRescueOfLeasedRows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, timeoutMs: 1000, maxAttempts: 1, maxInFlight: 100})
@@ -150,6 +154,7 @@ func TestRescueOfLeasedRows(t *testing.T) {
 // TestGracefulShutdownFinishesInFlight: SIGTERM lets slow sends finish
 // within the grace period and leaves nothing in flight.
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	started := make(chan struct{}, 100)
@@ -179,6 +184,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 // period ends are cancelled and left due, as they were, without using an
 // attempt.
 func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	block := make(chan struct{})
@@ -216,6 +222,7 @@ func TestGracefulShutdownCancelsAfterGrace(t *testing.T) {
 // attempt, and no longer held. So is one still queued when the worker stops
 // claiming.
 func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL, maxAttempts: 1})
@@ -268,6 +275,7 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 // claimed and sent again at once, in a loop if its result can never be
 // stored.
 func TestUnstorableResultIsSentAgainLater(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})

@@ -12,6 +12,7 @@ import (
 // delivered one that the replay sends and that is delivered again is not
 // taken a second time), and then ends as done with its count.
 func TestBulkReplayBatches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	ep, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
@@ -76,6 +77,7 @@ func TestBulkReplayBatches(t *testing.T) {
 // TestBulkReplayDelivers: a running worker re-queues a dead-letter job's
 // deliveries and sends them, with the same webhook-id.
 func TestBulkReplayDelivers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	rcv := newReceiver(t)

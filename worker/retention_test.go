@@ -16,6 +16,7 @@ import (
 )
 
 func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, _ := e.endpoint(endpointOpts{url: rcv.URL})
@@ -68,6 +69,7 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 // retention within its budget, the next comes after a pause as long as the
 // pass, not a whole period later, until retention has caught up.
 func TestRetentionCatchesUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const n = 4000 // eight batches of 500; a pass of a few ms deletes one or two
 	e.pastRetention(n)
@@ -100,6 +102,7 @@ func TestRetentionCatchesUp(t *testing.T) {
 // once, with its total, however many batches it took (at 3,000 deliveries
 // a second a pass takes 36 batches, and logged a line for each).
 func TestRetentionLogsOncePerPass(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	old := e.pastRetention(1200)
@@ -139,6 +142,7 @@ func TestRetentionLogsOncePerPass(t *testing.T) {
 // use up still deletes a batch of each later step, here the events that
 // never had a delivery.
 func TestRetentionStepsAllMove(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	old := e.pastRetention(1200)
@@ -160,6 +164,7 @@ func TestRetentionStepsAllMove(t *testing.T) {
 // limits and sign-in links long expired are deleted; live ones, and a link
 // a kept session came from, stay.
 func TestRetentionDeletesExpiredPortalAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := e.worker(nil)
@@ -208,6 +213,7 @@ func TestRetentionDeletesExpiredPortalAccess(t *testing.T) {
 // sweep, one kept for its dead letter stays; and the sweep's cursor moves
 // past what it scanned, so the next pass does not rescan the kept event.
 func TestRetentionEventsGoWithTheirLastDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
@@ -268,6 +274,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // a replica's turn is skipped and deletes nothing, and RetainNow waits for
 // it; a pass that ends releases it.
 func TestRetentionOneReplicaAtATime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.pastRetention(100)

@@ -24,6 +24,7 @@ func attemptStarts(t *testing.T, e *env, deliveryID int64) []time.Time {
 }
 
 func TestTransientFailuresBackOffUntilDead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(http.StatusInternalServerError))
@@ -68,6 +69,7 @@ func TestTransientFailuresBackOffUntilDead(t *testing.T) {
 }
 
 func TestPermanentFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bad := newReceiver(t)
 	bad.setHandler(respond(http.StatusBadRequest))
@@ -108,6 +110,7 @@ func TestPermanentFailures(t *testing.T) {
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rcv.setHandler(respond(http.StatusTooManyRequests, "Retry-After", "7"))
@@ -136,6 +139,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 func TestBlockedDestinationIsNeverDialled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
@@ -157,6 +161,7 @@ func TestBlockedDestinationIsNeverDialled(t *testing.T) {
 // the maintenance loop folds their changes in: the tallies then hold every
 // dead letter, its attempts and its event's payout, with no change left.
 func TestDeadLettersAreTallied(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bad := newReceiver(t)
 	bad.setHandler(respond(http.StatusBadRequest))

@@ -15,6 +15,7 @@ import (
 // (merged log-bucket histograms) agree with PostgreSQL's exact
 // percentile_cont over the same attempts within ±2.5 %.
 func TestPercentilesMatchPercentileCont(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -91,6 +92,7 @@ func TestPercentilesMatchPercentileCont(t *testing.T) {
 // attempts, so the next worker's flush finds every one of them: the
 // percentiles do not undercount the moments before a crash.
 func TestLatencySamplesSurviveACrash(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	epID, _ := e.endpoint(endpointOpts{url: rcv.URL, maxInFlight: 20})

@@ -76,6 +76,7 @@ func dueAtTwoEndpoints(t *testing.T) (e *env, w *Worker, a, b int64, evA, evB uu
 // after A's arrives B's is still pending, until a wake-up that names no
 // endpoint.
 func TestWakeClaimsNamedEndpoints(t *testing.T) {
+	t.Parallel()
 	e, _, a, _, evA, evB := dueAtTwoEndpoints(t)
 	e.notify(fmt.Sprint(a))
 	e.waitFor("A's delivery", func() bool { return e.delivery(evA).Status == "delivered" })
@@ -91,6 +92,7 @@ func TestWakeClaimsNamedEndpoints(t *testing.T) {
 // not hide another's due delivery for longer than the poll interval (the
 // poll timer itself never fires while wake-ups keep coming).
 func TestWakeStillLooksEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	a, _ := e.endpoint(endpointOpts{url: rcv.URL + "/a"})
@@ -126,6 +128,7 @@ func TestWakeStillLooksEverywhere(t *testing.T) {
 // those endpoints only, at once (its poll interval is an hour): B's
 // delivery stays pending until B is named too.
 func TestWakeFor(t *testing.T) {
+	t.Parallel()
 	e, w, a, b, evA, evB := dueAtTwoEndpoints(t)
 	w.WakeFor() // names nothing: no claim
 	w.WakeFor(a)
@@ -141,6 +144,7 @@ func TestWakeFor(t *testing.T) {
 // everything (an ingest beside it then sends no NOTIFY); with a second
 // worker live, neither does, and a worker that lost its session does not.
 func TestClaimsEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.worker(func(c *Config) { c.WorkerID = "a" })
 	b := e.worker(func(c *Config) { c.WorkerID = "b" })
@@ -169,6 +173,7 @@ func TestClaimsEverything(t *testing.T) {
 }
 
 func TestParseEndpointList(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		ids  []int64
@@ -190,6 +195,7 @@ func TestParseEndpointList(t *testing.T) {
 }
 
 func TestClaimHints(t *testing.T) {
+	t.Parallel()
 	var h claimHints
 	if ids, all, _ := h.take(); ids != nil || all {
 		t.Fatalf("empty hints gave %v, %v", ids, all)
