@@ -58,6 +58,7 @@ func conversionFixture(t *testing.T) (env *testEnv, alpha, beta, epA, epB int64)
 }
 
 func TestAPIConversions(t *testing.T) {
+	t.Parallel()
 	env, alpha, beta, epA, _ := conversionFixture(t)
 
 	t.Run("list and days", func(t *testing.T) {
@@ -139,6 +140,7 @@ func TestAPIConversions(t *testing.T) {
 // and a history; the portal shows the signed-in partner's only, and
 // another partner's history is not found.
 func TestConversionsPages(t *testing.T) {
+	t.Parallel()
 	env, alpha, _, epA, epB := conversionFixture(t)
 	base := env.server()
 	op := env.signIn(base, "viewer@hookline.test", "viewer")

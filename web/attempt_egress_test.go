@@ -20,6 +20,7 @@ import (
 // CA and credential are in use without any value (no username, token URL,
 // password or key).
 func TestAttemptEgressShown(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	ctx := context.Background()

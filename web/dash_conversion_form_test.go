@@ -11,6 +11,7 @@ import (
 // and status fields, shows them on the edit form, keeps them through an
 // edit, and names the field of a change without a key.
 func TestEndpointFormConversions(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Acme")

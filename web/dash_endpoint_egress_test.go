@@ -26,6 +26,7 @@ func text(s *goquery.Selection) string { return strings.Join(strings.Fields(s.Te
 // the stored ones; the audit log records the change without a secret; a
 // viewer may not open the form.
 func TestDashboardEgressForm(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	pid := env.createPartner("Bank")
@@ -173,6 +174,7 @@ func TestDashboardEgressForm(t *testing.T) {
 // another URL on the edit form it presents neither certificate nor
 // credential (a stored credential goes only to its saved URL).
 func TestTestFireEgress(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, allowLoopback)
 	base := env.server()
 	pid := env.createPartner("Bank")

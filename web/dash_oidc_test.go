@@ -74,7 +74,6 @@ func (e *testEnv) userRow(email string) (id int64, role string, issuer, subject 
 }
 
 func TestOIDCSignIn(t *testing.T) {
-	t.Parallel()
 	p := newOIDCProvider(t)
 	var logs lockedBuffer
 	var codes []string
@@ -287,7 +286,6 @@ func TestOIDCSignIn(t *testing.T) {
 }
 
 func TestOIDCDefaultRoleNone(t *testing.T) {
-	t.Parallel()
 	p := newOIDCProvider(t)
 	_, base := newOIDCEnv(t, p, func(c *sso.Config) { c.DefaultRole = "" })
 	p.queue("sub-jo", "jo@acme.test", true, "staff")
@@ -300,7 +298,6 @@ func TestOIDCDefaultRoleNone(t *testing.T) {
 }
 
 func TestOIDCPasswordLoginOff(t *testing.T) {
-	t.Parallel()
 	p := newOIDCProvider(t)
 	env, base := newOIDCEnv(t, p, func(c *sso.Config) { c.PasswordLogin = false })
 	env.createDashUser("kim@acme.test", "admin")
@@ -323,7 +320,6 @@ func TestOIDCPasswordLoginOff(t *testing.T) {
 // a sign-in then says the provider cannot be reached (503, the login page),
 // and the next sign-in once it is up discovers it and works.
 func TestOIDCProviderUnreachable(t *testing.T) {
-	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +358,6 @@ func TestOIDCProviderUnreachable(t *testing.T) {
 }
 
 func TestOIDCOff(t *testing.T) {
-	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	b := newBrowser(t, base)
@@ -381,7 +376,6 @@ func TestOIDCOff(t *testing.T) {
 // factor), while the same user signing in with a password is sent to set
 // up hookline's own.
 func TestOIDCSkipsHooklineSecondFactor(t *testing.T) {
-	t.Parallel()
 	p := newOIDCProvider(t)
 	env, base := newOIDCEnv(t, p, nil)
 	pw := env.signIn(base, "pat@acme.test", "operator") // before the rule

@@ -12,6 +12,7 @@ import (
 // changes, set by the form's checkbox, and every change is in the audit
 // log.
 func TestEndpointSendTraceparent(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	pid := env.createPartner("Traced Partner")
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 // each refused address names the recipients field, and the channel's
 // endpoint is of kind email with the addresses as its mailto URL.
 func TestEmailChannelAPI(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	for _, bad := range []map[string]any{
 		{"name": "mail", "style": "email", "kinds": []string{"endpoint.disabled"}},
@@ -49,6 +50,7 @@ func TestEmailChannelAPI(t *testing.T) {
 // audited without URLs or secrets, and partner Beta's portal never shows
 // or changes Alpha's contacts.
 func TestPartnerContacts(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t)
 	env := f.env
 	ctx := context.Background()

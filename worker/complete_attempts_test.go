@@ -61,6 +61,7 @@ func str(p *string) string {
 // tinyproxy) over plain HTTP: its attempt names the proxy and no TLS,
 // certificate or credential. An attempt the guard refused left no way.
 func TestAttemptRecordsEgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	proxy, err := sender.ParseProxy("http://" + sendertest.Tinyproxy(t))

@@ -143,6 +143,7 @@ func cmpErr(first, next error) error {
 // and in order: the repeated approval is suppressed for all 3,000
 // deliveries, and the rejection after the approval fires the reversal.
 func TestConversionAcceptance(t *testing.T) {
+	t.Parallel()
 	const n = 1000
 	e := newEnv(t)
 	rcv := newReceiver(t)

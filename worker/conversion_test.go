@@ -27,6 +27,7 @@ func conversionRules() postback.Rules {
 }
 
 func TestDecideConversion(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	older, _ := uuid.NewV7()
 	time.Sleep(2 * time.Millisecond)
@@ -90,6 +91,7 @@ func (s *statusSeq) add(key, status string) {
 // holds every decision with its event and attempt. An endpoint without
 // conversion rules sends all four, as before.
 func TestConversionFiresOnChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	trackers := &fakeTrackers{}
@@ -145,6 +147,7 @@ func TestConversionFiresOnChange(t *testing.T) {
 // accept leaves the conversion as it was; the retry fires it, and once
 // accepted an unchanged status is suppressed.
 func TestConversionFailedSendIsNotReceived(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t)
 	var fail atomic.Bool
@@ -186,6 +189,7 @@ func TestConversionFailedSendIsNotReceived(t *testing.T) {
 // once by two workers (two processes' worth of state: separate in-process
 // locks, one database) give exactly one send per real change.
 func TestConversionGateRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := conversionRules()
 	b, _ := json.Marshal(r)

@@ -82,6 +82,7 @@ func mailParts(t *testing.T, data []byte) (*netmail.Message, string, string) {
 // STARTTLS with AUTH PLAIN: one message to every recipient with the
 // headers, both bodies and the dashboard link, recorded as delivered.
 func TestEmailChannelDelivers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := mailtest.Start(t, mailtest.Options{User: "hookline", Pass: "s3cret"})
@@ -118,6 +119,7 @@ func TestEmailChannelDelivers(t *testing.T) {
 // are transient: retried with the endpoint's backoff until its attempts
 // run out, then dead with the failure's class on record.
 func TestEmailChannelRetries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := mailtest.Start(t, mailtest.Options{User: "hookline", Pass: "s3cret"})
@@ -158,6 +160,7 @@ func TestEmailChannelRetries(t *testing.T) {
 // anything about partner B's endpoints or the pipeline; nothing at all
 // while the operator has not allowed it.
 func TestPartnerContactsHearOnlyTheirOwn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := e.worker(func(c *Config) { c.PublicURL = "https://hooks.test" })
@@ -235,6 +238,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // the 7-day one once when 6 days are left; a breaker open past
 // HeldOpenAfter raises breaker.held_open once per opening.
 func TestCertificateAndHeldBreakerNotices(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	clk := newClock()
