@@ -270,15 +270,16 @@ func replicatedPair(t *testing.T) (primary, standby *pgNode) {
 	return primary, standby
 }
 
-// failoverLoad posts events to hookline at a steady rate from several
-// clients, each request bounded by a deadline, and records every answer.
+// failoverLoad posts events to hookline at a steady rate, failoverBatch to
+// a request as producers at this rate do, from several clients, each
+// request bounded by a deadline, and records every answer.
 type failoverLoad struct {
 	mu         sync.Mutex
 	accepted   map[string]time.Time // event id → when its 202 came
 	statuses   map[int]int
 	noRetry    int // 503s without Retry-After
 	failures   []string
-	unanswered int // requests that failed or were refused: their events may exist
+	unanswered int // events of requests that failed or were refused: they may exist
 	answers    []answer
 }
 
@@ -289,7 +290,12 @@ type answer struct {
 
 const failoverDeadline = 10 * time.Second
 
+// failoverBatch is how many events one request carries.
+const failoverBatch = 10
+
+// run posts rate events a second, in batches.
 func (l *failoverLoad) run(ctx context.Context, addr, key string, rate int) {
+	rate /= failoverBatch
 	client := &http.Client{Timeout: failoverDeadline}
 	// Paced by the clock, not a ticker, which drops the ticks a busy
 	// machine misses: each wake-up sends what is due by then.
@@ -325,8 +331,12 @@ func (l *failoverLoad) run(ctx context.Context, addr, key string, rate int) {
 }
 
 func (l *failoverLoad) post(client *http.Client, addr, key string, n int) {
-	body, _ := json.Marshal(map[string]any{"type": "order.created", "payload": map[string]any{"n": n}})
-	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/events", bytes.NewReader(body))
+	events := make([]map[string]any, failoverBatch)
+	for i := range events {
+		events[i] = map[string]any{"type": "order.created", "payload": map[string]any{"n": n, "i": i}}
+	}
+	body, _ := json.Marshal(map[string]any{"events": events})
+	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/events/batch", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	sent := time.Now()
@@ -334,7 +344,7 @@ func (l *failoverLoad) post(client *http.Client, addr, key string, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		l.unanswered++
+		l.unanswered += failoverBatch
 		l.failures = append(l.failures, fmt.Sprintf("request %d: no answer within %s: %v", n, failoverDeadline, err))
 		return
 	}
@@ -343,19 +353,28 @@ func (l *failoverLoad) post(client *http.Client, addr, key string, n int) {
 	l.answers = append(l.answers, answer{sent, time.Now(), resp.StatusCode})
 	switch resp.StatusCode {
 	case http.StatusAccepted:
-		var ev struct{ ID string }
-		if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || ev.ID == "" {
-			l.failures = append(l.failures, fmt.Sprintf("request %d: 202 without an id (%v)", n, err))
+		var out struct {
+			Results []struct{ ID string } `json:"results"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Results) != failoverBatch {
+			l.unanswered += failoverBatch
+			l.failures = append(l.failures, fmt.Sprintf("request %d: 202 without %d ids (%v)", n, failoverBatch, err))
 			return
 		}
-		l.accepted[ev.ID] = time.Now()
+		for _, r := range out.Results {
+			if r.ID == "" {
+				l.failures = append(l.failures, fmt.Sprintf("request %d: 202 with an empty id", n))
+				continue
+			}
+			l.accepted[r.ID] = time.Now()
+		}
 	case http.StatusServiceUnavailable:
-		l.unanswered++
+		l.unanswered += failoverBatch
 		if resp.Header.Get("Retry-After") == "" {
 			l.noRetry++
 		}
 	default:
-		l.unanswered++
+		l.unanswered += failoverBatch
 		l.failures = append(l.failures, fmt.Sprintf("request %d: %d after %s", n, resp.StatusCode, time.Since(sent).Round(time.Millisecond)))
 	}
 }
@@ -369,13 +388,11 @@ func (l *failoverLoad) post(client *http.Client, addr, key string, n int) {
 // deliveries resume within 5 s of the promotion; and every event that was
 // answered 202 is delivered.
 func TestFailoverToSynchronousStandby(t *testing.T) {
-	// Events a second, posted one a request to the hookline binary. This
-	// 2-core machine, busy with other work (load average 11-15), accepted
-	// and delivered 300/s through the two synchronous servers with the
-	// test alone, and fell behind at 600 (330/s accepted, answers up to
-	// 9 s late); at 250 beside other suites, answers came up to 13 s late.
-	// 120 leaves room for the rest of the suite running beside this test.
-	const rate = 120
+	// Events a second, ten to a request (failoverBatch), to the hookline
+	// binary: the rate the issue asks. Posted one to a request, this 2-core
+	// machine kept up with 300/s through the two synchronous servers; a
+	// batch is one commit, so 1,000/s is 100 commits/s.
+	const rate = 1000
 	primary, standby := replicatedPair(t)
 
 	var (
