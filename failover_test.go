@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -294,7 +295,7 @@ const failoverDeadline = 10 * time.Second
 const failoverBatch = 10
 
 // run posts rate events a second, in batches.
-func (l *failoverLoad) run(ctx context.Context, addr, key string, rate int) {
+func (l *failoverLoad) run(ctx context.Context, addrs []string, key string, rate int) {
 	rate /= failoverBatch
 	client := &http.Client{Timeout: failoverDeadline}
 	// Paced by the clock, not a ticker, which drops the ticks a busy
@@ -325,7 +326,7 @@ func (l *failoverLoad) run(ctx context.Context, addr, key string, rate int) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l.post(client, addr, key, n)
+			l.post(client, addrs[n%len(addrs)], key, n)
 		}()
 	}
 }
@@ -412,20 +413,25 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	env["HOOKLINE_METRICS_ADDR"] = "off"
 	env["HOOKLINE_METRICS_TOKEN"] = testMetricsToken
 	p := startBinary(t, env)
+	// A second process on the same database: the shards are shared out
+	// between the two, and each must take its own back after the switch.
+	env2 := maps.Clone(env)
+	env2["HOOKLINE_ADDR"] = freeAddr(t)
+	p2 := startBinary(t, env2)
 	key := lastLine(command(t, env, "", "apikey", "create", "--name", "failover"))
 	_, partner := api(t, p.addr, key, "POST", "/api/v1/partners", map[string]any{"name": "Acme"})
 	if status, ep := api(t, p.addr, key, "POST", "/api/v1/endpoints", map[string]any{
 		"partner_id": partner["id"], "name": "hook", "kind": "webhook", "url": rcv.URL + "/in"}); status != 201 {
 		t.Fatalf("endpoint: %d %v", status, ep)
 	}
-	waitUntil(t, 30*time.Second, "the worker owning every shard", func() bool {
-		return strings.Contains(metrics(t, p.addr), "hookline_worker_shards_owned 256")
+	waitUntil(t, 30*time.Second, "the two workers owning every shard between them", func() bool {
+		return shardsOwned(t, p.addr)+shardsOwned(t, p2.addr) == 256
 	})
 
 	load := &failoverLoad{accepted: map[string]time.Time{}, statuses: map[int]int{}}
 	ctx, stopLoad := context.WithCancel(context.Background())
 	loaded := make(chan struct{})
-	go func() { load.run(ctx, p.addr, key, rate); close(loaded) }()
+	go func() { load.run(ctx, []string{p.addr, p2.addr}, key, rate); close(loaded) }()
 	defer func() { stopLoad(); <-loaded }()
 
 	time.Sleep(5 * time.Second)
@@ -437,9 +443,9 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	promoted := time.Now()
 	t.Logf("primary killed; standby promoted %s later", promoted.Sub(killed).Round(time.Millisecond))
 
-	// The worker's sessions on the new primary: its LISTEN and its liveness
-	// and shard locks (256 shards and the liveness key).
-	waitUntil(t, 10*time.Second, "the worker's LISTEN and locks on the new primary", func() bool {
+	// The workers' sessions on the new primary: their LISTEN and their
+	// liveness and shard locks (256 shards and a liveness key each).
+	waitUntil(t, 10*time.Second, "the workers' LISTEN and locks on the new primary", func() bool {
 		ctxDB, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		c, err := pgx.Connect(ctxDB, standby.url("hookline"))
@@ -451,7 +457,12 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 		err = c.QueryRow(ctxDB, `SELECT
 			(SELECT count(*) FROM pg_stat_activity WHERE datname = 'hookline' AND query = 'LISTEN hookline_deliveries'),
 			(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')`).Scan(&listening, &locks)
-		return err == nil && listening == 1 && locks >= 257
+		return err == nil && listening == 2 && locks >= 258
+	})
+	// Advisory locks are exclusive, so no shard has two owners; each
+	// process's count says every shard has one.
+	waitUntil(t, 10*time.Second, "every shard owned again, once", func() bool {
+		return shardsOwned(t, p.addr)+shardsOwned(t, p2.addr) == 256
 	})
 	t.Logf("LISTEN and locks held again %s after the promotion", time.Since(promoted).Round(time.Millisecond))
 
@@ -546,4 +557,17 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 		}
 		t.Error(f)
 	}
+}
+
+// shardsOwned is the shards a hookline process says its worker owns
+// (hookline_worker_shards_owned), or 0 when it does not answer.
+func shardsOwned(t *testing.T, addr string) int {
+	t.Helper()
+	for _, line := range strings.Split(metrics(t, addr), "\n") {
+		if v, ok := strings.CutPrefix(line, "hookline_worker_shards_owned "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
