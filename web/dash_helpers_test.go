@@ -30,11 +30,14 @@ type browser struct {
 // address, as they would with HOOKLINE_PUBLIC_URL set to it (unless the
 // test set another).
 func (e *testEnv) server() string {
-	ts := httptest.NewServer(e.srv)
-	e.t.Cleanup(ts.Close)
+	// The address is known before the server serves: the setting is
+	// written before any request can read it.
+	ts := httptest.NewUnstartedServer(e.srv)
 	if e.srv.cfg.Portal.PublicURL == "http://hookline.test" {
-		e.srv.cfg.Portal.PublicURL = ts.URL
+		e.srv.cfg.Portal.PublicURL = "http://" + ts.Listener.Addr().String()
 	}
+	ts.Start()
+	e.t.Cleanup(ts.Close)
 	return ts.URL
 }
 
