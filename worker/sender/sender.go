@@ -7,161 +7,29 @@
 // for the delivery, and this package only reports what happened.
 package sender
 
-// Long file: one HTTP attempt from dial to classified result; classification itself is in classify.go.
+// One HTTP attempt from dial to classified result: the connection as the
+// Sender tracks it is in conn.go, the request built from a Request in
+// build.go, classification in classify.go.
 
 import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/hookline/hookline/worker/ssrf"
 )
-
-// Limits from the delivery contract.
-const (
-	// MaxBodyRead is how much of a response body is ever read. Receivers
-	// are untrusted: a huge or endless body must cost no more than this.
-	MaxBodyRead = 4 << 10
-	// MaxExcerpt bounds Result.Excerpt, which is stored with every attempt.
-	MaxExcerpt = 1 << 10
-	// MaxError bounds Result.Error.
-	MaxError = 200
-	// DefaultTimeout applies when Request.Timeout is not positive; it is the
-	// endpoints' default timeout_ms.
-	DefaultTimeout = 15 * time.Second
-	// DefaultMaxIdleConnsPerHost is the keep-alive pool per receiver host.
-	DefaultMaxIdleConnsPerHost = 64
-	// maxRetryAfter keeps a hostile Retry-After from overflowing a Duration;
-	// the worker applies its own, lower cap (DESIGN §4: one hour).
-	maxRetryAfter = 24 * time.Hour
-)
-
-// Outcome is what the attempt means for the delivery.
-type Outcome string
-
-const (
-	OK        Outcome = "ok"        // delivered
-	Transient Outcome = "transient" // retry with backoff
-	Permanent Outcome = "permanent" // dead now
-	Gone      Outcome = "gone"      // 410: dead, and the endpoint is disabled
-)
-
-// Error classes stored in Result.ErrorClass (and delivery_attempts).
-const (
-	ClassTimeout        = "timeout"
-	ClassConnect        = "connect"
-	ClassDNS            = "dns"
-	ClassTLS            = "tls"
-	ClassBlocked        = "blocked_destination"
-	ClassHTTPStatus     = "http_status"
-	ClassRedirect       = "redirect"
-	ClassBodyMismatch   = "body_mismatch"
-	ClassInvalidRequest = "invalid_request"
-	ClassCanceled       = "canceled"
-	// ClassProxy: the egress proxy refused to connect to the destination.
-	ClassProxy = "proxy"
-	// ClassToken: no OAuth2 token could be had for the request.
-	ClassToken = "oauth2_token"
-)
-
-// Request is one attempt, fully built by the caller.
-type Request struct {
-	Method string // GET or POST; PUT, PATCH and DELETE are accepted too; "" means GET
-	URL    string
-	// Header is sent as is, except that User-Agent is always
-	// Options.UserAgent (custom headers may not override it, DESIGN §3) and
-	// a Host entry, which net/http would otherwise drop, sets the request's
-	// Host. Send never modifies the map.
-	Header  http.Header
-	Body    []byte
-	Timeout time.Duration // whole exchange, including reading the capped body
-	// SuccessBodyContains, when set, must occur in the first MaxBodyRead
-	// bytes of a 2xx body for the attempt to count as delivered
-	// (case-sensitive: trackers answer 200 with "duplicate" or "error").
-	SuccessBodyContains string
-	// Redact lists further values kept out of Result.Error and Excerpt:
-	// event values rendered into a postback URL's path, where the query's
-	// redaction cannot see them.
-	Redact []string
-	// Egress, when set, is the endpoint's own way out (proxy, CA, client
-	// certificate, credentials); nil goes out through the shared client.
-	Egress *Egress
-}
-
-// Result describes one attempt. Error and Excerpt are safe to store, log
-// and show: neither contains the URL's query, any of its values (postback
-// click ids, transaction ids and payouts, which trackers echo back) or a
-// custom Host header, and Error never quotes the request body.
-type Result struct {
-	Outcome    Outcome
-	ErrorClass string        // "" when OK
-	StatusCode int           // 0 when no response arrived
-	Error      string        // short human message, at most MaxError bytes
-	Excerpt    string        // start of the body: ≤ MaxExcerpt bytes of clean, redacted UTF-8
-	RetryAfter time.Duration // Retry-After of a 429 or 503, 0 if absent or past
-	Started    time.Time     // wall clock (Options.Now) at start
-	Duration   time.Duration // monotonic
-	RemoteAddr string        // ip:port actually connected to
-	// RemoteClass is what kind of address RemoteAddr is (public, or opened
-	// by the guard's allow list), so a caller can decide what to show of
-	// the answer without resolving the host again: the partner portal
-	// shows no response body from a non-public address.
-	RemoteClass ssrf.Class
-	// Proxy is the egress proxy the attempt went through (http://host:port),
-	// "" when direct. RemoteAddr is then the destination's address the
-	// proxy was asked to connect to.
-	Proxy string
-	// TLSVersion is the connection's TLS version (tls.VersionTLS13...), 0
-	// for plain HTTP; TLSResumed that its handshake resumed a session.
-	TLSVersion uint16
-	TLSResumed bool
-	// ClientCert is the subject of the client certificate offered to an
-	// HTTPS receiver (Egress.Certificate), "" when none; Credential is the
-	// kind of receiver credential sent (Authorizer.Kind: "basic",
-	// "oauth2"), "" when none. Never a key or a value: both are stored
-	// with the attempt and shown, to partners too.
-	ClientCert string
-	Credential string
-}
-
-// Options configures a Sender.
-type Options struct {
-	Guard     *ssrf.Guard // required
-	UserAgent string      // "hookline/<version>"; "hookline" when empty
-	// MaxIdleConnsPerHost bounds the connections, busy or idle, kept to
-	// one receiver host; a send beyond it waits for one to come free (0
-	// means DefaultMaxIdleConnsPerHost).
-	MaxIdleConnsPerHost int
-	Resolver            *net.Resolver
-	Now                 func() time.Time // wall clock for Started and Retry-After dates
-	// RootCAs are the roots receivers' certificates are checked against;
-	// nil means the system's. Verification is always on.
-	RootCAs *x509.CertPool
-	// Proxy is the default egress proxy (HOOKLINE_EGRESS_PROXY), nil for
-	// direct connections. Its address is allowed only as a proxy: the
-	// guard judges each destination before the proxy is asked for it.
-	Proxy *url.URL
-	// Proxies are further proxies an endpoint may choose (Egress.Proxy)
-	// whose addresses are, like Proxy's, not judged by the guard; any
-	// other proxy an endpoint names must be a destination the guard
-	// allows.
-	Proxies []*url.URL
-}
 
 // Sender performs attempts over keep-alive connections shared by every
 // send. It is safe for concurrent use.
@@ -197,83 +65,6 @@ type Sender struct {
 // does not allocate a body buffer per request.
 type attempt struct {
 	buf [MaxBodyRead]byte
-}
-
-// conn is a dialled connection as the Sender tracks it. Once aborted
-// (Sender.abort) its exchange in progress fails and so does any later one:
-// every deadline set on it is in the past, and a write fails with
-// errAborted before sending anything.
-type conn struct {
-	net.Conn
-	addr   string // host:port as dialled
-	s      *Sender
-	remote *connAddr
-	once   sync.Once
-
-	mu      sync.Mutex // orders deadline changes with abort
-	aborted bool
-}
-
-// errAborted is a write on an aborted connection: nothing of the request
-// was sent, so it can go out on another connection.
-var errAborted = errors.New("connection aborted")
-
-// past is the deadline of an aborted connection.
-var past = time.Unix(1, 0)
-
-func (c *conn) Close() error {
-	c.once.Do(func() {
-		c.s.connMu.Lock()
-		delete(c.s.conns, c)
-		c.s.connMu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-func (c *conn) RemoteAddr() net.Addr { return c.remote }
-
-func (s *Sender) track(c *conn) {
-	s.connMu.Lock()
-	s.conns[c] = struct{}{}
-	s.connMu.Unlock()
-}
-
-func (c *conn) abort() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.aborted = true
-	c.Conn.SetDeadline(past)
-}
-
-func (c *conn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	aborted := c.aborted
-	c.mu.Unlock()
-	if aborted {
-		return 0, errAborted
-	}
-	return c.Conn.Write(b)
-}
-
-func (c *conn) SetDeadline(t time.Time) error {
-	return c.setDeadline(t, c.Conn.SetDeadline)
-}
-
-func (c *conn) SetReadDeadline(t time.Time) error {
-	return c.setDeadline(t, c.Conn.SetReadDeadline)
-}
-
-func (c *conn) SetWriteDeadline(t time.Time) error {
-	return c.setDeadline(t, c.Conn.SetWriteDeadline)
-}
-
-func (c *conn) setDeadline(t time.Time, set func(time.Time) error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.aborted {
-		t = past
-	}
-	return set(t)
 }
 
 // maxConnDuration is how long a connection serves requests; the request
@@ -607,142 +398,4 @@ func fail(res *Result, o Outcome, class, msg string) {
 	res.Outcome = o
 	res.ErrorClass = class
 	res.Error = msg
-}
-
-// buildRequest fills req from r and returns the parsed URL, or explains,
-// without echoing the URL, why it cannot be built.
-// The URL is checked with net/url, as everywhere else in hookline, and the
-// request line is its RequestURI: what is stored is what is sent.
-func (s *Sender) buildRequest(req *fasthttp.Request, r Request) (*url.URL, string) {
-	method := r.Method
-	switch method {
-	case "":
-		method = http.MethodGet
-	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-	default:
-		return nil, "unsupported method " + strconv.Quote(Truncate(method, 20))
-	}
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return nil, "invalid URL" + urlErrorDetail(err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		if u.Scheme == "" {
-			return nil, "invalid URL: missing scheme"
-		}
-		return nil, "invalid URL: unsupported scheme " + strconv.Quote(Truncate(u.Scheme, 20))
-	case u.Host == "" || u.Hostname() == "":
-		return nil, "invalid URL: missing host"
-	case !validPort(u.Port()):
-		// url.Parse checks only that the port is digits.
-		return nil, "invalid URL: port out of range"
-	}
-	req.Header.DisableNormalizing()
-	req.Header.SetNoDefaultContentType(true)
-	req.Header.SetMethod(method)
-	uri := req.URI()
-	uri.DisablePathNormalizing = true
-	uri.SetScheme(u.Scheme)
-	uri.SetHost(u.Host)
-	uri.SetPath(u.EscapedPath())
-	uri.SetQueryString(u.RawQuery)
-
-	for k, vs := range r.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, "invalid header field name " + strconv.Quote(Truncate(k, 40))
-		}
-		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, "invalid header field value for " + strconv.Quote(Truncate(k, 40))
-			}
-		}
-		switch http.CanonicalHeaderKey(k) {
-		case "User-Agent", "Content-Length", "Connection", "Transfer-Encoding":
-			// The User-Agent is always ours (DESIGN §3); the framing is
-			// the client's.
-			continue
-		case "Host":
-			if len(vs) > 0 && vs[0] != "" {
-				if !httpguts.ValidHostHeader(vs[0]) {
-					return nil, "invalid Host header"
-				}
-				req.UseHostHeader = true
-				req.Header.SetHost(vs[0])
-			}
-			continue
-		}
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("User-Agent", s.userAgent)
-	if user := u.User; user != nil && len(r.Header["Authorization"]) == 0 {
-		// net/http's client turns URL credentials into Basic auth; so
-		// does the sender.
-		pw, _ := user.Password()
-		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user.Username()+":"+pw)))
-	}
-	if len(r.Body) > 0 {
-		req.SetBodyRaw(r.Body)
-	}
-	return u, ""
-}
-
-func validPort(p string) bool {
-	if p == "" {
-		return true
-	}
-	n, err := strconv.Atoi(p)
-	return err == nil && n > 0 && n <= 65535
-}
-
-// statusText renders "HTTP 503 Service Unavailable" from the registry, not
-// from the receiver's reason phrase, which it controls.
-func statusText(code int) string {
-	if t := http.StatusText(code); t != "" {
-		return "HTTP " + strconv.Itoa(code) + " " + t
-	}
-	return "HTTP " + strconv.Itoa(code)
-}
-
-// redirectMessage names where the receiver redirects to (the commonest
-// cause is http:// configured where https:// is served) without the target's
-// query, which may carry the very values that must not be logged.
-func redirectMessage(code int, base *url.URL, location []byte) string {
-	msg := statusText(code) + ": redirect not followed"
-	if len(location) == 0 {
-		return msg
-	}
-	loc, err := base.Parse(string(location))
-	if err != nil {
-		return msg
-	}
-	target := loc.Scheme + "://" + loc.Host + loc.EscapedPath()
-	return msg + " (to " + sanitize(target, 120) + ")"
-}
-
-// parseRetryAfter reads delta-seconds or an HTTP date relative to now.
-// Anything unparseable or in the past means no hint.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		return time.Duration(secs) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return maxRetryAfter
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0
-	}
-	d := t.Sub(now)
-	if d <= 0 {
-		return 0
-	}
-	return min(d.Round(time.Second), maxRetryAfter)
 }
