@@ -81,7 +81,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
 	var lastProbe, lastLimits, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
-	analyzed := false // deliveries and events have been analyzed once (analyzeYoung)
 	for {
 		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("rescue deliveries of dead workers", "err", err)
@@ -98,12 +97,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 		if now.Sub(lastProbe) >= probeEvery {
 			lastProbe = now
 			w.probe(ctx, sendCtx)
-			if !analyzed {
-				var err error
-				if analyzed, err = w.analyzeYoung(ctx); err != nil && ctx.Err() == nil {
-					w.log.Warn("analyze new tables", "err", err)
-				}
-			}
 		}
 		if now.Sub(lastLimits) >= heartbeatEvery {
 			lastLimits = now
@@ -122,9 +115,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			lastLatency = now
 			if err := w.flushLatency(ctx); err != nil && ctx.Err() == nil {
 				w.log.Error("flush latency histograms", "err", err)
-			}
-			if err := w.foldDeadLetterTallies(ctx); err != nil && ctx.Err() == nil {
-				w.log.Error("fold dead-letter tallies", "err", err)
 			}
 		}
 		if now.Sub(lastRefresh) >= refreshEvery {

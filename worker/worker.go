@@ -127,7 +127,7 @@ type Retention struct {
 	// Every is how often a retention pass runs (default a minute). A pass
 	// stops after Budget (default 5 s; each of its steps runs at least one
 	// batch) and leaves the rest to the next, which then comes sooner (see
-	// Worker.retainLoop).
+	// housekeeper.retainLoop).
 	Every  time.Duration
 	Budget time.Duration
 	// Batch bounds one DELETE (default 5,000 rows): a short transaction
@@ -181,9 +181,9 @@ type Worker struct {
 	id             string
 	metrics        *Metrics
 
-	// replanLater holds the partitioned tables (name → partitioned)
-	// whose replan after an attach could not have its lock.
-	replanLater sync.Map
+	// house keeps retention, partitions, analyses and tallies
+	// (housekeeper.go).
+	house *housekeeper
 
 	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
 	// held are the deliveries claimed whose results are not yet recorded,
@@ -205,16 +205,12 @@ type Worker struct {
 	lookedFor atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
-	queue   chan queued
-	freed   chan struct{} // a send finished (claim loop may claim again)
-	wake    chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
-	hints   claimHints    // where the claim loop looks next
-	outbox  chan struct{} // a completion queued operator notifications
-	results chan outcome  // senders → completer
-	// retainMu makes retention passes one at a time (retainLoop's and
-	// RetainNow's); sweep, the events sweep's cursor, is under it.
-	retainMu sync.Mutex
-	sweep    eventSweep
+	queue    chan queued
+	freed    chan struct{} // a send finished (claim loop may claim again)
+	wake     chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
+	hints    claimHints    // where the claim loop looks next
+	outbox   chan struct{} // a completion queued operator notifications
+	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 
 	// Liveness (see liveness.go): the key of the advisory lock this worker
@@ -299,6 +295,14 @@ func New(cfg Config) (*Worker, error) {
 		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
 		suspects: map[string]time.Time{},
 	}
+	house, err := newHousekeeper(housekeeperConfig{
+		Pool: w.pool, SessionPool: w.session, Retention: cfg.Retention,
+		Logger: w.log, Now: cfg.Now, Metrics: cfg.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.house = house
 	w.lockKey.Store(newLockKey())
 	if err := w.buildSenders(cfg); err != nil {
 		return nil, err
@@ -345,20 +349,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	w.refreshLimits(ctx)
-	// The spans of deliveries_delivered this worker's completions will
-	// write into, made before the first send rather than by the first
-	// retention pass: a delivered row written before its span's partition
-	// exists goes to the default partition, and moving it out when the
-	// partition is made is the one moment a read of deliveries can miss
-	// it (a statement planned before the ATTACH does not see the new
-	// partition).
-	if _, err := w.keepDeliveredPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
-		w.log.Warn("delivered partitions", "err", err)
-	}
-	// And the events' spans, for the ingest's events likewise.
-	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
-		w.log.Warn("event partitions", "err", err)
-	}
+	w.house.prepare(ctx) // the partitions the first sends write into
 
 	completerDone := make(chan struct{})
 	go func() {
@@ -369,7 +360,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
-	bg.Go(func() { w.retainLoop(ctx) })
+	bg.Go(func() { w.house.Run(ctx) })
 	bg.Go(func() { w.notifyLoop(ctx) })
 
 	for range w.cfg.Concurrency {

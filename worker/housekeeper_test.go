@@ -1,0 +1,38 @@
+package worker
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestHousekeeperConfigValidate(t *testing.T) {
+	valid := func() housekeeperConfig {
+		return housekeeperConfig{Pool: &pgxpool.Pool{}, SessionPool: &pgxpool.Pool{}, Retention: DefaultRetention(),
+			Logger: slog.New(slog.DiscardHandler), Now: time.Now}
+	}
+	if err := valid().validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*housekeeperConfig)
+		want   string
+	}{
+		{"no pool", func(c *housekeeperConfig) { c.Pool = nil }, "Pool"},
+		{"no session pool", func(c *housekeeperConfig) { c.SessionPool = nil }, "SessionPool"},
+		{"no logger", func(c *housekeeperConfig) { c.Logger = nil }, "Logger"},
+		{"no clock", func(c *housekeeperConfig) { c.Now = nil }, "Now"},
+		{"no attempts retention", func(c *housekeeperConfig) { c.Retention.Attempts = 0 }, "Retention"},
+		{"no batch", func(c *housekeeperConfig) { c.Retention.Batch = 0 }, "Batch"},
+	} {
+		cfg := valid()
+		c.change(&cfg)
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+}
