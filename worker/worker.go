@@ -184,6 +184,8 @@ type Worker struct {
 	// house keeps retention, partitions, analyses and tallies
 	// (housekeeper.go).
 	house *housekeeper
+	// notifier sends the operator notifications (notifier.go).
+	notifier *notifier
 
 	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
 	// held are the deliveries claimed whose results are not yet recorded,
@@ -303,6 +305,13 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w.house = house
+	if w.notifier, err = newNotifier(notifierConfig{
+		Pool: w.pool, Outbox: w.outbox, WakeClaims: w.wakeEverywhere,
+		PublicURL: cfg.PublicURL, HeldOpenAfter: cfg.HeldOpenAfter,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow,
+	}); err != nil {
+		return nil, err
+	}
 	w.lockKey.Store(newLockKey())
 	if err := w.buildSenders(cfg); err != nil {
 		return nil, err
@@ -361,7 +370,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
 	bg.Go(func() { w.house.Run(ctx) })
-	bg.Go(func() { w.notifyLoop(ctx) })
+	bg.Go(func() { w.notifier.Run(ctx) })
 
 	for range w.cfg.Concurrency {
 		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })

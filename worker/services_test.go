@@ -36,3 +36,30 @@ func TestHousekeeperConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifierConfigValidate(t *testing.T) {
+	valid := func() notifierConfig {
+		return notifierConfig{Pool: &pgxpool.Pool{}, Outbox: make(chan struct{}, 1), WakeClaims: func() {},
+			Logger: slog.New(slog.DiscardHandler), Now: time.Now, DBNow: func() *time.Time { return nil }}
+	}
+	if err := valid().validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*notifierConfig)
+		want   string
+	}{
+		{"no pool", func(c *notifierConfig) { c.Pool = nil }, "Pool"},
+		{"no outbox", func(c *notifierConfig) { c.Outbox = nil }, "Outbox"},
+		{"no claim wake-up", func(c *notifierConfig) { c.WakeClaims = nil }, "WakeClaims"},
+		{"no logger", func(c *notifierConfig) { c.Logger = nil }, "Logger"},
+		{"no SQL clock", func(c *notifierConfig) { c.DBNow = nil }, "DBNow"},
+	} {
+		cfg := valid()
+		c.change(&cfg)
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+}
