@@ -20,6 +20,39 @@ const (
 	foldEvery    = 5 * time.Second // dead-letter tallies
 )
 
+// Retention says how long telemetry and finished work are kept; a zero
+// field takes DefaultRetention's value.
+type Retention struct {
+	Attempts         time.Duration // delivery_attempts rows
+	MinuteHistograms time.Duration // 60 s and 900 s latency slots
+	HourlyHistograms time.Duration // 3600 s latency rollups
+	Delivered        time.Duration // delivered deliveries, and events with nothing left
+	// Every is how often a retention pass runs (default a minute). A pass
+	// stops after Budget (default 5 s; each of its steps runs at least one
+	// batch) and leaves the rest to the next, which then comes sooner (see
+	// housekeeper.retainLoop).
+	Every  time.Duration
+	Budget time.Duration
+	// Batch bounds one DELETE (default 5,000 rows): a short transaction
+	// that never holds many row locks, so delivery is not blocked behind
+	// retention.
+	Batch int
+}
+
+// DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
+// hourly rollups 30 days; delivered work 7 days; a pass a minute.
+func DefaultRetention() Retention {
+	return Retention{
+		Attempts:         7 * 24 * time.Hour,
+		MinuteHistograms: 48 * time.Hour,
+		HourlyHistograms: 30 * 24 * time.Hour,
+		Delivered:        7 * 24 * time.Hour,
+		Every:            time.Minute,
+		Budget:           5 * time.Second,
+		Batch:            5000,
+	}
+}
+
 // housekeeperConfig configures a housekeeper. Worker.New fills it from
 // Config, with DefaultRetention's values for the retention fields left
 // zero; validate says what is missing.

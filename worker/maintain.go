@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,7 +81,7 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	defer tick.Stop()
 	var lastProbe, lastLimits, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
 	for {
-		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
+		if err := w.live.reapDead(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("rescue deliveries of dead workers", "err", err)
 		}
 		select {
@@ -128,17 +127,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			w.checkNotifyQueue(ctx)
 		}
 	}
-}
-
-// heartbeat records this replica as alive, with what it holds in flight
-// (the pipeline summary reads it) and whether it is stopping. The session
-// loop writes it (reconcile), so a heartbeat that stops coming means the
-// loop that keeps the shards has stopped (WorkerTerminateHung).
-func (w *Worker) heartbeat(ctx context.Context, q *db.Queries, draining bool) error {
-	host, _ := os.Hostname()
-	n, retries := w.held.counts()
-	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), // the database's clock: see reconcile
-		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }
 
 // checkNotifyQueue warns while PostgreSQL's NOTIFY queue is too full for

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -55,6 +56,34 @@ func TestNotifierConfigValidate(t *testing.T) {
 		{"no claim wake-up", func(c *notifierConfig) { c.WakeClaims = nil }, "WakeClaims"},
 		{"no logger", func(c *notifierConfig) { c.Logger = nil }, "Logger"},
 		{"no SQL clock", func(c *notifierConfig) { c.DBNow = nil }, "DBNow"},
+	} {
+		cfg := valid()
+		c.change(&cfg)
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+}
+
+func TestLivenessConfigValidate(t *testing.T) {
+	valid := func() livenessConfig {
+		return livenessConfig{Pool: &pgxpool.Pool{}, SessionPool: &pgxpool.Pool{}, WorkerID: "w1", Held: &holdings{},
+			Rescue: func(context.Context, ...string) (int, error) { return 0, nil }, WakeClaims: func() {},
+			Logger: slog.New(slog.DiscardHandler)}
+	}
+	if err := valid().validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*livenessConfig)
+		want   string
+	}{
+		{"no session pool", func(c *livenessConfig) { c.SessionPool = nil }, "SessionPool"},
+		{"no worker id", func(c *livenessConfig) { c.WorkerID = "" }, "WorkerID"},
+		{"no holdings", func(c *livenessConfig) { c.Held = nil }, "Held"},
+		{"no rescue", func(c *livenessConfig) { c.Rescue = nil }, "Rescue"},
+		{"no logger", func(c *livenessConfig) { c.Logger = nil }, "Logger"},
 	} {
 		cfg := valid()
 		c.change(&cfg)

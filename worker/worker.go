@@ -117,39 +117,6 @@ type Config struct {
 	Tracer *tracing.Tracer
 }
 
-// Retention says how long telemetry and finished work are kept; a zero
-// field takes DefaultRetention's value.
-type Retention struct {
-	Attempts         time.Duration // delivery_attempts rows
-	MinuteHistograms time.Duration // 60 s and 900 s latency slots
-	HourlyHistograms time.Duration // 3600 s latency rollups
-	Delivered        time.Duration // delivered deliveries, and events with nothing left
-	// Every is how often a retention pass runs (default a minute). A pass
-	// stops after Budget (default 5 s; each of its steps runs at least one
-	// batch) and leaves the rest to the next, which then comes sooner (see
-	// housekeeper.retainLoop).
-	Every  time.Duration
-	Budget time.Duration
-	// Batch bounds one DELETE (default 5,000 rows): a short transaction
-	// that never holds many row locks, so delivery is not blocked behind
-	// retention.
-	Batch int
-}
-
-// DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
-// hourly rollups 30 days; delivered work 7 days; a pass a minute.
-func DefaultRetention() Retention {
-	return Retention{
-		Attempts:         7 * 24 * time.Hour,
-		MinuteHistograms: 48 * time.Hour,
-		HourlyHistograms: 30 * 24 * time.Hour,
-		Delivered:        7 * 24 * time.Hour,
-		Every:            time.Minute,
-		Budget:           5 * time.Second,
-		Batch:            5000,
-	}
-}
-
 // Worker is one replica of the delivery engine.
 type Worker struct {
 	cfg     Config
@@ -192,7 +159,7 @@ type Worker struct {
 	// and own the shards this worker owns and the session it claims on
 	// (ownership.go).
 	held holdings
-	own  ownership
+	own  *ownership // live.own, read by the claims
 	// claimPasses counts claim statements that looked at every endpoint
 	// and completed, and claimedRows the deliveries every claim and the
 	// breaker probes took (always updated first). They make "the worker
@@ -215,13 +182,10 @@ type Worker struct {
 	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 
-	// Liveness (see liveness.go): the key of the advisory lock this worker
-	// holds while it runs, whether it holds it now (claims wait while it
-	// does not), and the other workers seen without theirs, since when
-	// (owned by the maintenance goroutine).
-	lockKey  atomic.Int64
-	alive    atomic.Bool
-	suspects map[string]time.Time
+	// live holds the liveness session and the shards (liveness.go);
+	// alive is live.alive, read by the claim loop (false: claims wait).
+	live  *liveness
+	alive *atomic.Bool
 
 	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
 	// the final flush retries against an unreachable database.
@@ -295,7 +259,6 @@ func New(cfg Config) (*Worker, error) {
 		outbox:   make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
 		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
-		suspects: map[string]time.Time{},
 	}
 	house, err := newHousekeeper(housekeeperConfig{
 		Pool: w.pool, SessionPool: w.session, Retention: cfg.Retention,
@@ -312,7 +275,13 @@ func New(cfg Config) (*Worker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	w.lockKey.Store(newLockKey())
+	if w.live, err = newLiveness(livenessConfig{
+		Pool: w.pool, SessionPool: w.session, WorkerID: w.id, Held: &w.held,
+		Rescue: w.rescue, WakeClaims: w.wakeEverywhere, Logger: w.log, Metrics: cfg.Metrics,
+	}); err != nil {
+		return nil, err
+	}
+	w.own, w.alive = &w.live.own, &w.live.alive
 	if err := w.buildSenders(cfg); err != nil {
 		return nil, err
 	}
@@ -346,9 +315,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	// shards, or it for dead, and send its deliveries again.
 	liveCtx, stopLiveness := context.WithCancel(context.WithoutCancel(ctx))
 	held := make(chan struct{})
-	var liveness sync.WaitGroup
-	liveness.Go(func() { w.holdLiveness(liveCtx, held) })
-	defer liveness.Wait()
+	var live sync.WaitGroup
+	live.Go(func() { w.live.Run(liveCtx, held) })
+	defer live.Wait()
 	defer stopLiveness()
 	select {
 	case <-held:
@@ -419,7 +388,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Everything is recorded: the session (with whatever shard locks are
 	// left) may end, and then the heartbeat it would otherwise write again.
 	stopLiveness()
-	liveness.Wait()
+	live.Wait()
 	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.id, Now: w.dbNow()}); err != nil {
 		w.log.Warn("remove heartbeat", "err", err)
 	}
