@@ -38,16 +38,16 @@ const youngTableRows = 1000
 // autovacuum came (p50 to 74-1,300 ms within 80 s, 6 runs of 6); analyzed
 // as it doubles, p50 stayed at 11-42 ms (3 runs of 3). Each ANALYZE reads
 // a sample of 3,000 rows (AnalyzeSettings): about 10 ms.
-func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
+func (h *housekeeper) analyzeYoung(ctx context.Context) (done bool, err error) {
 	// events is partitioned (migration 00022): its partitions have the
 	// statistics, and the one the new events go into is the young one.
 	tables := []string{"deliveries_queue"}
-	if p, err := w.eventPartitionAt(ctx, w.now()); err != nil {
+	if p, err := h.eventPartitionAt(ctx, h.now()); err != nil {
 		return false, err
 	} else if p != "" {
 		tables = append(tables, p)
 	}
-	young, err := w.q.TablesYoung(ctx, tables)
+	young, err := h.q.TablesYoung(ctx, tables)
 	if err != nil {
 		return false, fmt.Errorf("find tables autovacuum has not analyzed: %w", err)
 	}
@@ -59,8 +59,8 @@ func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
 			continue
 		}
 		t := y.Name
-		err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			q := w.q.WithTx(tx)
+		err = pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+			q := h.q.WithTx(tx)
 			if err := q.AnalyzeSettings(ctx); err != nil {
 				return err
 			}
@@ -73,15 +73,15 @@ func (w *Worker) analyzeYoung(ctx context.Context) (done bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("analyze %s: %w", t, err)
 		}
-		w.log.Info("analyzed a young table before autovacuum did", "table", t, "rows", y.RowsNow)
+		h.log.Info("analyzed a young table before autovacuum did", "table", t, "rows", y.RowsNow)
 	}
 	return false, nil
 }
 
 // eventPartitionAt is the partition of events that holds the events
 // created at t ("" when only the default partition does).
-func (w *Worker) eventPartitionAt(ctx context.Context, t time.Time) (string, error) {
-	parts, err := w.spanPartitions(ctx, eventsPartitioned.table)
+func (h *housekeeper) eventPartitionAt(ctx context.Context, t time.Time) (string, error) {
+	parts, err := h.spanPartitions(ctx, eventsPartitioned.table)
 	if err != nil {
 		return "", err
 	}

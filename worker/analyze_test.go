@@ -20,10 +20,10 @@ func TestAnalyzeYoungTables(t *testing.T) {
 	w := e.worker(nil)
 	// events' statistics are its partitions': the one the events below go
 	// into is analyzed.
-	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, w.now()); err != nil {
 		t.Fatal(err)
 	}
-	events, err := w.eventPartitionAt(ctx, w.now())
+	events, err := w.house.eventPartitionAt(ctx, w.now())
 	if err != nil || events == "" {
 		t.Fatalf("no partition of events for now: %q, %v", events, err)
 	}
@@ -38,7 +38,7 @@ func TestAnalyzeYoungTables(t *testing.T) {
 	}
 	step := func() {
 		t.Helper()
-		if done, err := w.analyzeYoung(ctx); err != nil || done {
+		if done, err := w.house.analyzeYoung(ctx); err != nil || done {
 			t.Fatalf("analyzeYoung: done %v, %v; want not done while autovacuum has analyzed neither", done, err)
 		}
 	}

@@ -91,7 +91,7 @@ func TestEmailChannelDelivers(t *testing.T) {
 	partnerEp, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:1/partner"})
 	_, mailEp := e.emailChannel("ops@acme.test,oncall@acme.test", 3, 0, string(notify.EndpointDisabled))
 	e.notice(notify.EndpointDisabled, partnerEp, "failure_budget", `{"failures": 10}`, clk.Now())
-	if err := w.dispatchNotifications(ctx, nil); err != nil {
+	if err := w.notifier.dispatchNotifications(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.run(w)
@@ -129,7 +129,7 @@ func TestEmailChannelRetries(t *testing.T) {
 	partnerEp, _ := e.endpoint(endpointOpts{url: "http://127.0.0.1:1/partner"})
 	_, mailEp := e.emailChannel("ops@acme.test", 2, 0, string(notify.EndpointDisabled))
 	e.notice(notify.EndpointDisabled, partnerEp, "operator", `{}`, time.Now())
-	if err := w.dispatchNotifications(ctx, nil); err != nil {
+	if err := w.notifier.dispatchNotifications(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	stop := e.run(w)
@@ -146,7 +146,7 @@ func TestEmailChannelRetries(t *testing.T) {
 
 	w2 := e.worker(func(c *Config) { c.Rand = fixedRand(0); c.Mail = down.Config("") })
 	e.notice(notify.EndpointDisabled, partnerEp, "gone", `{}`, time.Now().Add(time.Hour))
-	if err := w2.dispatchNotifications(ctx, nil); err != nil {
+	if err := w2.notifier.dispatchNotifications(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.run(w2)
@@ -195,7 +195,7 @@ func TestPartnerContactsHearOnlyTheirOwn(t *testing.T) {
 	now := time.Now()
 	t.Run("not allowed: nothing", func(t *testing.T) {
 		e.notice(notify.EndpointDisabled, epA, "operator", `{}`, now)
-		if err := w.dispatchNotifications(ctx, nil); err != nil {
+		if err := w.notifier.dispatchNotifications(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := payloads(chA); len(got) != 0 {
@@ -210,7 +210,7 @@ func TestPartnerContactsHearOnlyTheirOwn(t *testing.T) {
 		e.notice(notify.CertificateExpiring, epB, "30", `{}`, now)
 		e.notice(notify.BreakerOpened, epA, "", `{}`, now) // not a partner kind
 		e.notice(notify.AlertFired, 0, "oldest_pending", `{}`, now)
-		if err := w.dispatchNotifications(ctx, nil); err != nil {
+		if err := w.notifier.dispatchNotifications(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		a, b := payloads(chA), payloads(chB)
@@ -257,7 +257,7 @@ func TestCertificateAndHeldBreakerNotices(t *testing.T) {
 	}
 	watch := func() {
 		t.Helper()
-		if err := w.watchNotices(ctx); err != nil {
+		if err := w.notifier.watchNotices(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

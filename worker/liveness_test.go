@@ -20,7 +20,7 @@ func (e *env) alive(w *Worker) (kill func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	held := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { w.holdLiveness(ctx, held) })
+	wg.Go(func() { w.live.holdLiveness(ctx, held) })
 	select {
 	case <-held:
 	case <-time.After(10 * time.Second):
@@ -32,7 +32,7 @@ func (e *env) alive(w *Worker) (kill func()) {
 	var once sync.Once
 	kill = func() {
 		once.Do(func() {
-			key := w.lockKey.Load()
+			key := w.live.lockKey.Load()
 			cancel()
 			wg.Wait()
 			// The server releases the lock when it has processed the
@@ -86,7 +86,7 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 
 	kill()
 	e.waitFor("the dead worker's deliveries rescued", func() bool {
-		if err := survivor.reapDead(ctx); err != nil {
+		if err := survivor.live.reapDead(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return e.count("SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status = 'failed'", deadEP) == 20
@@ -129,23 +129,23 @@ func TestDeadWorkerConfirmedTwice(t *testing.T) {
 	e.alive(survivor)
 
 	kill()
-	if err := survivor.reapDead(ctx); err != nil {
+	if err := survivor.live.reapDead(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, suspected := survivor.suspects["blinking"]; !suspected {
+	if _, suspected := survivor.live.suspects["blinking"]; !suspected {
 		t.Fatal("a worker without its lock is not suspected")
 	}
 	// It comes back (same key, as after a reconnect) before the second look.
 	back := e.alive(w)
 	defer back()
-	survivor.suspects["blinking"] = time.Now().Add(-2 * deadConfirm)
-	if err := survivor.reapDead(ctx); err != nil {
+	survivor.live.suspects["blinking"] = time.Now().Add(-2 * deadConfirm)
+	if err := survivor.live.reapDead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND lease_owner = 'blinking'"); n != 5 {
 		t.Fatalf("a worker that took its lock again lost %d of its 5 leases", 5-n)
 	}
-	if _, suspected := survivor.suspects["blinking"]; suspected {
+	if _, suspected := survivor.live.suspects["blinking"]; suspected {
 		t.Fatal("a worker holding its lock again is still suspected")
 	}
 }
@@ -160,7 +160,7 @@ func TestNoClaimsWithoutLivenessLock(t *testing.T) {
 	rcv := newReceiver(t)
 	e.endpoint(endpointOpts{url: rcv.URL})
 	w := e.worker(nil)
-	first := w.lockKey.Load()
+	first := w.live.lockKey.Load()
 	conn, err := e.pool.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestNoClaimsWithoutLivenessLock(t *testing.T) {
 	}
 	var keyAtFirstSend atomic.Int64
 	rcv.setHandler(func(rw http.ResponseWriter, _ *http.Request) {
-		keyAtFirstSend.CompareAndSwap(0, w.lockKey.Load())
+		keyAtFirstSend.CompareAndSwap(0, w.live.lockKey.Load())
 		rw.WriteHeader(http.StatusOK)
 	})
 	e.events(3, "order.created", `{}`)

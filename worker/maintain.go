@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,9 +80,8 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
 	var lastProbe, lastLimits, lastRescue, lastLatency, lastRefresh, lastNotifyCheck time.Time
-	analyzed := false // deliveries and events have been analyzed once (analyzeYoung)
 	for {
-		if err := w.reapDead(ctx); err != nil && ctx.Err() == nil {
+		if err := w.live.reapDead(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("rescue deliveries of dead workers", "err", err)
 		}
 		select {
@@ -98,12 +96,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 		if now.Sub(lastProbe) >= probeEvery {
 			lastProbe = now
 			w.probe(ctx, sendCtx)
-			if !analyzed {
-				var err error
-				if analyzed, err = w.analyzeYoung(ctx); err != nil && ctx.Err() == nil {
-					w.log.Warn("analyze new tables", "err", err)
-				}
-			}
 		}
 		if now.Sub(lastLimits) >= heartbeatEvery {
 			lastLimits = now
@@ -123,9 +115,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			if err := w.flushLatency(ctx); err != nil && ctx.Err() == nil {
 				w.log.Error("flush latency histograms", "err", err)
 			}
-			if err := w.foldDeadLetterTallies(ctx); err != nil && ctx.Err() == nil {
-				w.log.Error("fold dead-letter tallies", "err", err)
-			}
 		}
 		if now.Sub(lastRefresh) >= refreshEvery {
 			lastRefresh = now
@@ -138,17 +127,6 @@ func (w *Worker) maintain(ctx, sendCtx context.Context) {
 			w.checkNotifyQueue(ctx)
 		}
 	}
-}
-
-// heartbeat records this replica as alive, with what it holds in flight
-// (the pipeline summary reads it) and whether it is stopping. The session
-// loop writes it (reconcile), so a heartbeat that stops coming means the
-// loop that keeps the shards has stopped (WorkerTerminateHung).
-func (w *Worker) heartbeat(ctx context.Context, q *db.Queries, draining bool) error {
-	host, _ := os.Hostname()
-	n, retries := w.held.counts()
-	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: w.id, Hostname: host, LockKey: w.lockKey.Load(), // the database's clock: see reconcile
-		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }
 
 // checkNotifyQueue warns while PostgreSQL's NOTIFY queue is too full for

@@ -42,7 +42,7 @@ func TestNotifierRateLimitSummarisesFlapping(t *testing.T) {
 	held := map[notifyKey]time.Time{}
 	dispatch := func() {
 		t.Helper()
-		if err := w.dispatchNotifications(ctx, held); err != nil {
+		if err := w.notifier.dispatchNotifications(ctx, held); err != nil {
 			t.Fatal(err)
 		}
 	}

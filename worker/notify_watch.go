@@ -28,15 +28,15 @@ var certHorizons = []int32{7, 30}
 // longer than Config.HeldOpenAfter (once per opening: the row itself is
 // the record). The dispatcher sends them like any other. One replica
 // looks at a time (the dispatcher's try-lock).
-func (w *Worker) watchNotices(ctx context.Context) error {
-	now := w.now()
-	heldAfter := w.cfg.HeldOpenAfter
+func (n *notifier) watchNotices(ctx context.Context) error {
+	now := n.now()
+	heldAfter := n.cfg.HeldOpenAfter
 	if heldAfter <= 0 {
 		heldAfter = notify.HeldOpenAfter
 	}
 	wrote := false
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
+	err := pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
+		q := n.q.WithTx(tx)
 		locked, err := q.NotificationDispatchLock(ctx)
 		if err != nil || !locked {
 			return err
@@ -85,12 +85,12 @@ func (w *Worker) watchNotices(ctx context.Context) error {
 		if len(p.Kinds) == 0 {
 			return nil
 		}
-		p.Now = w.dbNow()
+		p.Now = n.dbNow()
 		wrote = true
 		return q.NotificationInsertBatch(ctx, p)
 	})
 	if err == nil && wrote {
-		signal(w.outbox)
+		signal(n.outbox)
 	}
 	return err
 }

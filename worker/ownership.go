@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,8 +219,8 @@ func (o *ownership) drain() {
 // reports whether this worker may claim from more shards than before (the
 // claim loop should look everywhere). An error means the session is
 // unusable.
-func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
-	o := &w.own
+func (l *liveness) reconcile(ctx context.Context) (gained bool, err error) {
+	o := &l.own
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.conn == nil {
@@ -227,22 +228,22 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 	}
 	q := db.New(o.conn)
 	if time.Since(o.beat) >= heartbeatEvery || o.draining != o.beatDraining {
-		if err := w.heartbeat(ctx, q, o.draining); err != nil {
+		if err := l.heartbeat(ctx, q, o.draining); err != nil {
 			return false, err
 		}
 		o.beat, o.beatDraining = time.Now(), o.draining
 		// Liveness is in real time: heartbeats and their age use the
 		// database's clock (Now nil) even under a test's injected one,
 		// which jumps.
-		hung, err := q.WorkerTerminateHung(ctx, db.WorkerTerminateHungParams{WorkerID: w.id, HungAfterSeconds: hungAfter.Seconds()})
+		hung, err := q.WorkerTerminateHung(ctx, db.WorkerTerminateHungParams{WorkerID: l.id, HungAfterSeconds: hungAfter.Seconds()})
 		if err != nil {
 			return false, err
 		}
 		if len(hung) > 0 {
-			w.log.Warn("ended the sessions of workers that held their liveness lock without a heartbeat: hung; their shards are free", "workers", hung, "after", hungAfter)
+			l.log.Warn("ended the sessions of workers that held their liveness lock without a heartbeat: hung; their shards are free", "workers", hung, "after", hungAfter)
 		}
 	}
-	live, err := q.WorkerOwnersLive(ctx, db.WorkerOwnersLiveParams{WorkerID: w.id, LiveForSeconds: replicaLiveFor.Seconds()})
+	live, err := q.WorkerOwnersLive(ctx, db.WorkerOwnersLiveParams{WorkerID: l.id, LiveForSeconds: replicaLiveFor.Seconds()})
 	if err != nil {
 		return false, err
 	}
@@ -258,7 +259,7 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 	}
 	var want shardSet
 	if !o.draining {
-		want = assignShards(w.id, others)
+		want = assignShards(l.id, others)
 	}
 	before := 0
 	if !o.older {
@@ -273,7 +274,7 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 		switch {
 		case o.held[s] && !want[s]:
 			o.leaving[s] = true
-			if w.held.inShard(s) == 0 {
+			if l.held.inShard(s) == 0 {
 				give = append(give, int32(s))
 			}
 		case o.held[s]:
@@ -301,9 +302,9 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 	}
 	if older != o.older {
 		if older {
-			w.log.Warn("a worker of an older version is running: claiming nothing until it stops (it claims by leasing rows, this version by shard ownership)")
+			l.log.Warn("a worker of an older version is running: claiming nothing until it stops (it claims by leasing rows, this version by shard ownership)")
 		} else {
-			w.log.Info("no worker of an older version is running: claiming")
+			l.log.Info("no worker of an older version is running: claiming")
 		}
 		o.older = older
 	}
@@ -316,19 +317,19 @@ func (w *Worker) reconcile(ctx context.Context) (gained bool, err error) {
 		}
 	}
 	o.everything.Store(after == shardCount)
-	w.metrics.observeShards(after)
+	l.metrics.observeShards(after)
 	return after > before, nil
 }
 
 // holdSession runs the reconcile on conn every livenessPing until ctx ends
 // or the session fails; conn already holds the liveness lock.
-func (w *Worker) holdSession(ctx context.Context, conn *pgx.Conn) error {
-	w.own.attach(conn)
-	defer w.own.detach()
+func (l *liveness) holdSession(ctx context.Context, conn *pgx.Conn) error {
+	l.own.attach(conn)
+	defer l.own.detach()
 	tick := time.NewTicker(livenessPing)
 	defer tick.Stop()
 	for {
-		gained, err := w.reconcile(ctx)
+		gained, err := l.reconcile(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -336,7 +337,7 @@ func (w *Worker) holdSession(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 		if gained {
-			w.wakeEverywhere()
+			l.wakeEverywhere()
 		}
 		select {
 		case <-ctx.Done():
@@ -344,4 +345,15 @@ func (w *Worker) holdSession(ctx context.Context, conn *pgx.Conn) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// heartbeat records this replica as alive, with what it holds in flight
+// (the pipeline summary reads it) and whether it is stopping. The session
+// loop writes it (reconcile), so a heartbeat that stops coming means the
+// loop that keeps the shards has stopped (WorkerTerminateHung).
+func (l *liveness) heartbeat(ctx context.Context, q *db.Queries, draining bool) error {
+	host, _ := os.Hostname()
+	n, retries := l.held.counts()
+	return q.WorkerHeartbeat(ctx, db.WorkerHeartbeatParams{WorkerID: l.id, Hostname: host, LockKey: l.lockKey.Load(), // the database's clock: see reconcile
+		InFlight: int32(n), InFlightRetries: int32(retries), Draining: draining})
 }

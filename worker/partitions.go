@@ -100,9 +100,9 @@ func missingPartitions(have []timeRange, from, to time.Time, span time.Duration)
 
 // keepAttemptPartitions creates the partitions that today and the days
 // ahead need and do not have yet, and drops those wholly past retention.
-func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error {
+func (h *housekeeper) keepAttemptPartitions(ctx context.Context, now time.Time) error {
 	today := now.UTC().Truncate(partitionDay)
-	rows, err := w.q.AttemptPartitionRanges(ctx)
+	rows, err := h.q.AttemptPartitionRanges(ctx)
 	if err != nil {
 		return fmt.Errorf("find the attempt partitions: %w", err)
 	}
@@ -110,17 +110,17 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 	for i, r := range rows {
 		have[i] = timeRange{r.FromAt, r.ToAt}
 	}
-	span := attemptPartitionSpan(w.cfg.Retention.Attempts)
+	span := attemptPartitionSpan(h.cfg.Retention.Attempts)
 	for _, r := range missingPartitions(have, today, today.Add((partitionDaysAhead+1)*partitionDay), span) {
-		if err := w.createAttemptPartition(ctx, r[0], r[1]); err != nil {
+		if err := h.createAttemptPartition(ctx, r[0], r[1]); err != nil {
 			return err
 		}
 	}
-	expired, err := w.q.AttemptPartitionsBefore(ctx, now.Add(-w.cfg.Retention.Attempts))
+	expired, err := h.q.AttemptPartitionsBefore(ctx, now.Add(-h.cfg.Retention.Attempts))
 	if err != nil {
 		return fmt.Errorf("find expired attempt partitions: %w", err)
 	}
-	if err := w.dropPartitions(ctx, expired...); err != nil {
+	if err := h.dropPartitions(ctx, expired...); err != nil {
 		return fmt.Errorf("drop attempt partitions %v: %w", expired, err)
 	}
 	return nil
@@ -128,8 +128,8 @@ func (w *Worker) keepAttemptPartitions(ctx context.Context, now time.Time) error
 
 // createAttemptPartition creates the partition of [from, to) (see
 // makePartition).
-func (w *Worker) createAttemptPartition(ctx context.Context, from, to time.Time) error {
-	if err := w.attachPartitions(ctx, attemptsPartitioned, func(tx pgx.Tx) error {
+func (h *housekeeper) createAttemptPartition(ctx context.Context, from, to time.Time) error {
+	if err := h.attachPartitions(ctx, attemptsPartitioned, func(tx pgx.Tx) error {
 		return makeAttemptPartition(ctx, tx, from, to)
 	}); err != nil {
 		return fmt.Errorf("create attempt partition %s: %w", partitionName(from), err)
@@ -185,7 +185,7 @@ func makePartition(ctx context.Context, tx pgx.Tx, p partitioned, name, lo, hi s
 // dropPartitions drops partitions past their retention, in one
 // transaction (under partitionDDL), and logs them: one wait for the
 // parent's ACCESS EXCLUSIVE lock however many a pass drops.
-func (w *Worker) dropPartitions(ctx context.Context, names ...string) error {
+func (h *housekeeper) dropPartitions(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -193,14 +193,14 @@ func (w *Worker) dropPartitions(ctx context.Context, names ...string) error {
 	for i, n := range names {
 		idents[i] = pgx.Identifier{n}.Sanitize()
 	}
-	if err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+	if err := h.partitionDDL(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+strings.Join(idents, ", "))
 		return err
 	}); err != nil {
 		return err
 	}
 	for _, n := range names {
-		w.log.Info("retention dropped a partition", "table", n)
+		h.log.Info("retention dropped a partition", "table", n)
 	}
 	return nil
 }
@@ -219,12 +219,12 @@ func (w *Worker) dropPartitions(ctx context.Context, names ...string) error {
 // of the rows that go to the new partition until the connection closes
 // (TestAttachPartitionsReplans). A replan that fails is logged and left
 // to the next retention pass: the partitions were made.
-func (w *Worker) attachPartitions(ctx context.Context, p partitioned, attach func(pgx.Tx) error) error {
-	if err := w.partitionDDL(ctx, attach); err != nil {
+func (h *housekeeper) attachPartitions(ctx context.Context, p partitioned, attach func(pgx.Tx) error) error {
+	if err := h.partitionDDL(ctx, attach); err != nil {
 		return err
 	}
-	if err := w.replan(ctx, p); err != nil && ctx.Err() == nil {
-		w.log.Warn("partitions", "err", err)
+	if err := h.replan(ctx, p); err != nil && ctx.Err() == nil {
+		h.log.Warn("partitions", "err", err)
 	}
 	return nil
 }
@@ -239,9 +239,9 @@ func (w *Worker) attachPartitions(ctx context.Context, p partitioned, attach fun
 // taken in that planning and lost too. The change is resetting
 // parallel_workers, which hookline never sets. When it cannot have the
 // lock, the next retention pass tries again (replanDue).
-func (w *Worker) replan(ctx context.Context, p partitioned) error {
+func (h *housekeeper) replan(ctx context.Context, p partitioned) error {
 	def := pgx.Identifier{p.defaultPartition}.Sanitize()
-	err := w.partitionDDL(ctx, func(tx pgx.Tx) error {
+	err := h.partitionDDL(ctx, func(tx pgx.Tx) error {
 		for _, sql := range []string{
 			"LOCK TABLE " + def + " IN ACCESS EXCLUSIVE MODE",
 			"ALTER TABLE " + def + " RESET (parallel_workers)",
@@ -253,18 +253,18 @@ func (w *Worker) replan(ctx context.Context, p partitioned) error {
 		return nil
 	})
 	if err != nil {
-		w.replanLater.Store(p.table, p)
+		h.replanLater.Store(p.table, p)
 		return fmt.Errorf("plan again the statements that read %s: %w", p.table, err)
 	}
-	w.replanLater.Delete(p.table)
+	h.replanLater.Delete(p.table)
 	return nil
 }
 
 // replanDue retries the replans that could not have their lock.
-func (w *Worker) replanDue(ctx context.Context) {
-	w.replanLater.Range(func(_, v any) bool {
-		if err := w.replan(ctx, v.(partitioned)); err != nil && ctx.Err() == nil {
-			w.log.Warn("partitions", "err", err)
+func (h *housekeeper) replanDue(ctx context.Context) {
+	h.replanLater.Range(func(_, v any) bool {
+		if err := h.replan(ctx, v.(partitioned)); err != nil && ctx.Err() == nil {
+			h.log.Warn("partitions", "err", err)
 		}
 		return ctx.Err() == nil
 	})
@@ -273,9 +273,9 @@ func (w *Worker) replanDue(ctx context.Context) {
 // partitionDDL runs fn in a transaction that holds the partition lock and
 // waits at most partitionLockTimeout for any other lock, up to
 // partitionDDLTries times while it cannot have them.
-func (w *Worker) partitionDDL(ctx context.Context, fn func(pgx.Tx) error) error {
+func (h *housekeeper) partitionDDL(ctx context.Context, fn func(pgx.Tx) error) error {
 	for try := 1; ; try++ {
-		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
 				return err
 			}
@@ -288,7 +288,7 @@ func (w *Worker) partitionDDL(ctx context.Context, fn func(pgx.Tx) error) error 
 		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" || try == partitionDDLTries {
 			return err
 		}
-		w.log.Info("partition DDL could not have its locks; trying again", "try", try)
+		h.log.Info("partition DDL could not have its locks; trying again", "try", try)
 		select {
 		case <-ctx.Done():
 			return err

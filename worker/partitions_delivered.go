@@ -71,8 +71,8 @@ func deliveredPartitionName(from time.Time) string {
 // partition kept starts (the zero time when there is none, or when the
 // partitions could not be read): every delivered delivery of an event
 // made before then is gone, but for those in the default partition.
-func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (oldest time.Time, err error) {
-	rows, missing, err := w.makeSpans(ctx, deliveredPartitioned, deliveredPartitionName, now)
+func (h *housekeeper) keepDeliveredPartitions(ctx context.Context, now time.Time) (oldest time.Time, err error) {
+	rows, missing, err := h.makeSpans(ctx, deliveredPartitioned, deliveredPartitionName, now)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -80,7 +80,7 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 	for i, r := range rows {
 		have[i] = timeRange{uuidTime(r.from), uuidTime(r.to)}
 	}
-	r := w.cfg.Retention
+	r := h.cfg.Retention
 	for _, m := range missing {
 		if oldest.IsZero() || m[0].Before(oldest) {
 			oldest = m[0]
@@ -101,7 +101,7 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 		}
 		expired = append(expired, p.name)
 	}
-	if err := w.dropPartitions(ctx, expired...); err != nil {
+	if err := h.dropPartitions(ctx, expired...); err != nil {
 		return firstExpired, fmt.Errorf("drop delivered partitions %v: %w", expired, err)
 	}
 	return oldest, nil
@@ -112,21 +112,21 @@ func (w *Worker) keepDeliveredPartitions(ctx context.Context, now time.Time) (ol
 // named by name(its start), in one transaction: one wait for the default
 // partition's lock however many a pass makes. It returns the partitions
 // there were, and the spans it made.
-func (w *Worker) makeSpans(ctx context.Context, p partitioned, name func(time.Time) string, now time.Time) (have []spanPartition, made [][2]time.Time, err error) {
-	if have, err = w.spanPartitions(ctx, p.table); err != nil {
+func (h *housekeeper) makeSpans(ctx context.Context, p partitioned, name func(time.Time) string, now time.Time) (have []spanPartition, made [][2]time.Time, err error) {
+	if have, err = h.spanPartitions(ctx, p.table); err != nil {
 		return nil, nil, err
 	}
 	ranges := make([]timeRange, len(have))
 	for i, r := range have {
 		ranges[i] = timeRange{uuidTime(r.from), uuidTime(r.to)}
 	}
-	r := w.cfg.Retention
+	r := h.cfg.Retention
 	span := deliveredPartitionSpan(r.Delivered)
 	missing := missingPartitions(ranges, now.Add(-span), now.Add(deliveredAhead(span, r.Every)), span)
 	if len(missing) == 0 {
 		return have, nil, nil
 	}
-	if err := w.attachPartitions(ctx, p, func(tx pgx.Tx) error {
+	if err := h.attachPartitions(ctx, p, func(tx pgx.Tx) error {
 		for _, m := range missing {
 			if err := makePartition(ctx, tx, p, name(m[0]), UUIDAt(m[0]).String(), UUIDAt(m[1]).String()); err != nil {
 				return err

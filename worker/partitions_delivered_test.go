@@ -41,7 +41,7 @@ func TestDeliveredPartitions(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs { // replicas at once
-		wg.Go(func() { _, errs[i] = w.keepDeliveredPartitions(ctx, clk.Now()) })
+		wg.Go(func() { _, errs[i] = w.house.keepDeliveredPartitions(ctx, clk.Now()) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -49,7 +49,7 @@ func TestDeliveredPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	have, err := w.spanPartitions(ctx, "deliveries_delivered")
+	have, err := w.house.spanPartitions(ctx, "deliveries_delivered")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestDeliveredPartitions(t *testing.T) {
 	if err := w.RetainNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, err := w.spanPartitions(ctx, "deliveries_delivered")
+	after, err := w.house.spanPartitions(ctx, "deliveries_delivered")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +225,10 @@ func TestAttachPartitionsReplans(t *testing.T) {
 		attach func(context.Context, partitioned, func(pgx.Tx) error) error
 		stale  bool // the reader's plan is expected to miss the new partition
 	}{
-		{"DDL alone", func(ctx context.Context, _ partitioned, fn func(pgx.Tx) error) error { return w.partitionDDL(ctx, fn) }, true},
-		{"attachPartitions", w.attachPartitions, false},
+		{"DDL alone", func(ctx context.Context, _ partitioned, fn func(pgx.Tx) error) error {
+			return w.house.partitionDDL(ctx, fn)
+		}, true},
+		{"attachPartitions", w.house.attachPartitions, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := clk.Now().Add(time.Duration(i) * span)

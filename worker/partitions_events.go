@@ -37,8 +37,8 @@ func eventPartitionName(from time.Time) string {
 // makeEventPartitions creates the partitions of events that the span
 // before now and the time ahead need and do not have yet (see
 // keepDeliveredPartitions). It returns the partitions there are.
-func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]spanPartition, error) {
-	have, _, err := w.makeSpans(ctx, eventsPartitioned, eventPartitionName, now)
+func (h *housekeeper) makeEventPartitions(ctx context.Context, now time.Time) ([]spanPartition, error) {
+	have, _, err := h.makeSpans(ctx, eventsPartitioned, eventPartitionName, now)
 	return have, err
 }
 
@@ -49,8 +49,8 @@ func (w *Worker) makeEventPartitions(ctx context.Context, now time.Time) ([]span
 // has no delivery left but in the queue and the delivered default
 // partition, so the events kept are few. It reports about how many
 // events were dropped with their partitions.
-func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time) (dropped int64, err error) {
-	have, err := w.makeEventPartitions(ctx, now)
+func (h *housekeeper) keepEventPartitions(ctx context.Context, now, before time.Time) (dropped int64, err error) {
+	have, err := h.makeEventPartitions(ctx, now)
 	if err != nil {
 		return 0, err
 	}
@@ -67,20 +67,20 @@ func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time)
 		// A partition of kept events goes once the sweep has deleted
 		// them all.
 		var empty bool
-		if err := w.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil {
+		if err := h.pool.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+pgx.Identifier{p.name}.Sanitize()+")").Scan(&empty); err != nil {
 			return 0, fmt.Errorf("read kept events %s: %w", p.name, err)
 		}
 		if empty {
 			emptied = append(emptied, p.name)
 		}
 	}
-	if err := w.dropPartitions(ctx, emptied...); err != nil {
+	if err := h.dropPartitions(ctx, emptied...); err != nil {
 		return 0, fmt.Errorf("drop emptied partitions of kept events %v: %w", emptied, err)
 	}
 	if len(spans) == 0 {
 		return 0, nil
 	}
-	dropped, err = w.dropEventSpans(ctx, spans)
+	dropped, err = h.dropEventSpans(ctx, spans)
 	if err != nil {
 		return 0, fmt.Errorf("drop event partitions from %s: %w", spans[0].name, err)
 	}
@@ -93,9 +93,9 @@ func (w *Worker) keepEventPartitions(ctx context.Context, now, before time.Time)
 // one transaction: one wait for events' ACCESS EXCLUSIVE lock however
 // many spans a pass drops. It reports about how many events went (from
 // the tables' statistics: counting would read the spans).
-func (w *Worker) dropEventSpans(ctx context.Context, spans []spanPartition) (dropped int64, err error) {
+func (h *housekeeper) dropEventSpans(ctx context.Context, spans []spanPartition) (dropped int64, err error) {
 	kept := make([]int64, len(spans))
-	err = w.partitionDDL(ctx, func(tx pgx.Tx) error {
+	err = h.partitionDDL(ctx, func(tx pgx.Tx) error {
 		dropped = 0
 		var drop []string
 		for i, p := range spans {
@@ -157,7 +157,7 @@ func (w *Worker) dropEventSpans(ctx context.Context, spans []spanPartition) (dro
 	}
 	for i, p := range spans {
 		dropped -= kept[i]
-		w.log.Info("retention dropped a partition", "table", p.name, "kept", kept[i])
+		h.log.Info("retention dropped a partition", "table", p.name, "kept", kept[i])
 	}
 	return max(0, dropped), nil
 }
@@ -170,8 +170,8 @@ type spanPartition struct {
 }
 
 // spanPartitions reads the span partitions of table, in order.
-func (w *Worker) spanPartitions(ctx context.Context, table string) ([]spanPartition, error) {
-	rows, err := w.q.SpanPartitionRanges(ctx, table)
+func (h *housekeeper) spanPartitions(ctx context.Context, table string) ([]spanPartition, error) {
+	rows, err := h.q.SpanPartitionRanges(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("find the partitions of %s: %w", table, err)
 	}

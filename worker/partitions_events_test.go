@@ -29,7 +29,7 @@ func TestEventPartitions(t *testing.T) {
 	// Older than every span: kept with the events from before
 	// partitioning (which end when the test database was made), its
 	// delivery in the delivered default partition.
-	before, err := w.spanPartitions(ctx, "events")
+	before, err := w.house.spanPartitions(ctx, "events")
 	if err != nil || len(before) == 0 || before[0].name != "events_before_partitions" {
 		t.Fatalf("partitions %v, %v; want events_before_partitions first", before, err)
 	}
@@ -38,13 +38,13 @@ func TestEventPartitions(t *testing.T) {
 		at = end
 	}
 	old := e.eventsAt(1, "order.created", `{}`, at)[0]
-	if _, err := w.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
+	if _, err := w.house.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.makeEventPartitions(ctx, clk.Now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	have, err := w.spanPartitions(ctx, "events")
+	have, err := w.house.spanPartitions(ctx, "events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestEventPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		w.sweep = eventSweep{}
+		w.house.sweep = eventSweep{}
 		if err := w.RetainNow(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -175,10 +175,10 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 	}()
 	defer func() { <-done }()
 	start := time.Now()
-	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, w.now()); err != nil {
 		t.Fatalf("partitions behind a reader of a second: %v", err)
 	}
-	if p, err := w.eventPartitionAt(ctx, w.now()); err != nil || p == "" {
+	if p, err := w.house.eventPartitionAt(ctx, w.now()); err != nil || p == "" {
 		t.Fatalf("no partition for now: %q, %v", p, err)
 	}
 	if waited := time.Since(start); waited < time.Second {
@@ -197,10 +197,10 @@ func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
 	const retention = time.Hour
 	w, clk, span := e.spanWorker(retention)
 	e.endpoint(endpointOpts{url: "http://127.0.0.1:1/in"})
-	if _, err := w.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
+	if _, err := w.house.keepDeliveredPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.makeEventPartitions(ctx, clk.Now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Events no delivery was made for (as a filter would leave them).
@@ -215,7 +215,7 @@ func TestEventSpanNotSweptWhenItsDropFails(t *testing.T) {
 	clk.Advance(retention + 2*span)
 
 	tx := e.readerOf("events")
-	w.sweep = eventSweep{}
+	w.house.sweep = eventSweep{}
 	err := w.RetainNow(ctx)
 	tx.Rollback(ctx)
 	if err != nil {

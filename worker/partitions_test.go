@@ -70,7 +70,7 @@ func TestAttemptPartitionsByDay(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs { // replicas at once
-		wg.Go(func() { errs[i] = w.keepAttemptPartitions(ctx, clk.Now()) })
+		wg.Go(func() { errs[i] = w.house.keepAttemptPartitions(ctx, clk.Now()) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -88,7 +88,7 @@ func TestAttemptPartitionsByDay(t *testing.T) {
 	}
 
 	clk.Advance(24 * time.Hour) // day 3 is now within the days ahead
-	if err := w.keepAttemptPartitions(ctx, clk.Now()); err != nil {
+	if err := w.house.keepAttemptPartitions(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := where(2); got != name(2) { // day(2) is the old day(3)

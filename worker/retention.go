@@ -21,20 +21,20 @@ import (
 // 3,000 deliveries/s a pass deleted about 45,000 of the 170,000
 // deliveries a minute brought).
 // Passes run on their own goroutine, so a long one never holds up the
-// maintenance loop's probes and rescues. One replica at a time
+// tidy loop or the maintenance loop's probes and rescues. One replica at a time
 // runs a pass (RetentionLockTry); the others skip their turn.
-func (w *Worker) retainLoop(ctx context.Context) {
+func (h *housekeeper) retainLoop(ctx context.Context) {
 	for {
 		start := time.Now()
-		res, err := w.retain(ctx, false)
+		res, err := h.retain(ctx, false)
 		if ctx.Err() != nil {
 			return
 		}
-		w.metrics.observeRetention(res, err)
+		h.metrics.observeRetention(res, err)
 		if err != nil {
-			w.log.Error("retention", "err", err)
+			h.log.Error("retention", "err", err)
 		}
-		wait := w.cfg.Retention.Every
+		wait := h.cfg.Retention.Every
 		if res == retainBehind && err == nil {
 			wait = min(wait, time.Since(start))
 		}
@@ -62,10 +62,10 @@ const (
 // their retention left to delete. The pass runs on one connection that
 // holds the retention lock throughout; when another replica holds it, the
 // pass is skipped, or waits for it when wait is set.
-func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err error) {
-	w.retainMu.Lock()
-	defer w.retainMu.Unlock()
-	conn, err := w.session.Acquire(ctx) // its lock is a session lock
+func (h *housekeeper) retain(ctx context.Context, wait bool) (res retainResult, err error) {
+	h.retainMu.Lock()
+	defer h.retainMu.Unlock()
+	conn, err := h.session.Acquire(ctx) // its lock is a session lock
 	if err != nil {
 		return retainCaughtUp, fmt.Errorf("retention: %w", err)
 	}
@@ -92,7 +92,7 @@ func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err e
 			conn.Conn().Close(uctx)
 		}
 	}()
-	behind, err := w.retainSteps(ctx, q)
+	behind, err := h.retainSteps(ctx, q)
 	if behind {
 		return retainBehind, err
 	}
@@ -101,17 +101,17 @@ func (w *Worker) retain(ctx context.Context, wait bool) (res retainResult, err e
 
 // retainSteps is one retention pass's work, on q (the connection that holds
 // the retention lock).
-func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, err error) {
-	now := w.now()
-	r := w.cfg.Retention
-	w.replanDue(ctx)
-	if err := w.keepAttemptPartitions(ctx, now); err != nil {
+func (h *housekeeper) retainSteps(ctx context.Context, q *db.Queries) (behind bool, err error) {
+	now := h.now()
+	r := h.cfg.Retention
+	h.replanDue(ctx)
+	if err := h.keepAttemptPartitions(ctx, now); err != nil {
 		if ctx.Err() != nil {
 			return false, err
 		}
 		// Attempts go to the default partition meanwhile; the rest of
 		// retention does not depend on it.
-		w.log.Warn("attempt partitions", "err", err)
+		h.log.Warn("attempt partitions", "err", err)
 	}
 	// The events sweep goes no further than the oldest span of delivered
 	// deliveries kept: an event it scans while its delivery is still kept
@@ -119,7 +119,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 	// (sweepResetEvery), and a span's events are past the retention a
 	// span before its partition is.
 	sweepBefore := now.Add(-r.Delivered)
-	oldestSpan, err := w.keepDeliveredPartitions(ctx, now)
+	oldestSpan, err := h.keepDeliveredPartitions(ctx, now)
 	spansKnown := err == nil || !oldestSpan.IsZero()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -127,7 +127,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 		}
 		// Delivered rows go to the default partition meanwhile, where
 		// the step below deletes them row by row.
-		w.log.Warn("delivered partitions", "err", err)
+		h.log.Warn("delivered partitions", "err", err)
 	}
 	if !oldestSpan.IsZero() && oldestSpan.Before(sweepBefore) {
 		sweepBefore = oldestSpan
@@ -136,18 +136,18 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 	// are gone: those kept for a delivery are left to the sweep below.
 	eventSpansDone := false
 	if spansKnown {
-		n, err := w.keepEventPartitions(ctx, now, sweepBefore)
-		w.metrics.observeRetained("events", n)
+		n, err := h.keepEventPartitions(ctx, now, sweepBefore)
+		h.metrics.observeRetained("events", n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, err
 			}
-			w.log.Warn("event partitions", "err", err)
+			h.log.Warn("event partitions", "err", err)
 		}
 		eventSpansDone = err == nil
-	} else if _, err := w.makeEventPartitions(ctx, now); err != nil && ctx.Err() == nil {
+	} else if _, err := h.makeEventPartitions(ctx, now); err != nil && ctx.Err() == nil {
 		// Events go to the default partition meanwhile.
-		w.log.Warn("event partitions", "err", err)
+		h.log.Warn("event partitions", "err", err)
 	}
 	deadline := time.Now().Add(r.Budget)
 	// Events go in the steps below, counted here and logged once a pass,
@@ -162,17 +162,17 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 	}{
 		{name: "attempts outside the day partitions", run: func() (int64, error) {
 			n, err := q.RetentionDeleteAttempts(ctx, db.RetentionDeleteAttemptsParams{Before: now.Add(-r.Attempts), BatchSize: int32(r.Batch)})
-			w.metrics.observeRetained("delivery_attempts", n)
+			h.metrics.observeRetained("delivery_attempts", n)
 			return n, err
 		}},
 		{name: "minute histograms", run: func() (int64, error) {
 			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resMinute, resSlot}, Before: now.Add(-r.MinuteHistograms), BatchSize: int32(r.Batch)})
-			w.metrics.observeRetained("latency_histograms", n)
+			h.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
 		{name: "hourly histograms", run: func() (int64, error) {
 			n, err := q.RetentionDeleteHistograms(ctx, db.RetentionDeleteHistogramsParams{Resolutions: []int32{resHour}, Before: now.Add(-r.HourlyHistograms), BatchSize: int32(r.Batch)})
-			w.metrics.observeRetained("latency_histograms", n)
+			h.metrics.observeRetained("latency_histograms", n)
 			return n, err
 		}},
 		{name: "delivered deliveries outside the span partitions", run: func() (int64, error) {
@@ -182,11 +182,11 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 			if err != nil || len(events) == 0 {
 				return 0, err
 			}
-			w.metrics.observeRetained("deliveries", int64(len(events)))
+			h.metrics.observeRetained("deliveries", int64(len(events)))
 			slices.SortFunc(events, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 			n, err := q.RetentionDeleteEventsOf(ctx, db.RetentionDeleteEventsOfParams{Ids: slices.Compact(events), Before: now.Add(-r.Delivered)})
 			if err == nil {
-				w.metrics.observeRetained("events", n)
+				h.metrics.observeRetained("events", n)
 				withLast += n
 			}
 			return int64(len(events)), err
@@ -207,17 +207,17 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 				// then a batch of 50,000 deletes in the pass.
 				return 0, nil
 			}
-			scanned, deleted, err := w.sweepEvents(ctx, q, sweepBefore)
+			scanned, deleted, err := h.sweepEvents(ctx, q, sweepBefore)
 			swept += deleted
 			return scanned, err
 		}, scans: true},
 	}
 	defer func() {
 		if withLast > 0 {
-			w.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", withLast)
+			h.log.Info("retention deleted rows", "what", "events with their last delivery", "rows", withLast)
 		}
 		if swept > 0 {
-			w.log.Info("retention deleted rows", "what", "events without deliveries", "rows", swept)
+			h.log.Info("retention deleted rows", "what", "events without deliveries", "rows", swept)
 		}
 	}()
 	// Dashboard sessions expire after 8 h idle or 7 days (web); rows past
@@ -226,22 +226,22 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
 		return false, fmt.Errorf("retention of sessions: %w", err)
 	} else if n > 0 {
-		w.metrics.observeRetained("user_sessions", n)
-		w.log.Info("retention deleted rows", "what", "expired sessions", "rows", n)
+		h.metrics.observeRetained("user_sessions", n)
+		h.log.Info("retention deleted rows", "what", "expired sessions", "rows", n)
 	}
 	// Portal sessions and sign-in links likewise (web/portal_access.go).
 	if n, err := q.RetentionDeletePortalSessions(ctx, db.RetentionDeletePortalSessionsParams{
 		IdleBefore: now.Add(-24 * time.Hour), CreatedBefore: now.Add(-8 * 24 * time.Hour)}); err != nil {
 		return false, fmt.Errorf("retention of portal sessions: %w", err)
 	} else if n > 0 {
-		w.metrics.observeRetained("portal_sessions", n)
-		w.log.Info("retention deleted rows", "what", "expired portal sessions", "rows", n)
+		h.metrics.observeRetained("portal_sessions", n)
+		h.log.Info("retention deleted rows", "what", "expired portal sessions", "rows", n)
 	}
 	if n, err := q.RetentionDeletePortalLinks(ctx, now.Add(-24*time.Hour)); err != nil {
 		return false, fmt.Errorf("retention of portal links: %w", err)
 	} else if n > 0 {
-		w.metrics.observeRetained("portal_links", n)
-		w.log.Info("retention deleted rows", "what", "expired portal links", "rows", n)
+		h.metrics.observeRetained("portal_links", n)
+		h.log.Info("retention deleted rows", "what", "expired portal links", "rows", n)
 	}
 	// Every step runs at least one batch a pass, past the budget if need
 	// be: while a step ahead stays behind, the ones after it still move.
@@ -258,7 +258,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 		}
 		behind = behind || !done
 		if total > 0 && !s.scans {
-			w.log.Info("retention deleted rows", "what", s.name, "rows", total)
+			h.log.Info("retention deleted rows", "what", s.name, "rows", total)
 		}
 	}
 	return behind, nil
@@ -266,10 +266,7 @@ func (w *Worker) retainSteps(ctx context.Context, q *db.Queries) (behind bool, e
 
 // RetainNow runs one retention pass (tests and the event log bench).
 // It waits for another replica's pass to end rather than skip.
-func (w *Worker) RetainNow(ctx context.Context) error {
-	_, err := w.retain(ctx, true)
-	return err
-}
+func (w *Worker) RetainNow(ctx context.Context) error { return w.house.RunOnce(ctx) }
 
 // sweepResetEvery is how often the events sweep starts again from the
 // oldest event: events it passed over while they still had a delivery
@@ -280,17 +277,17 @@ const sweepResetEvery = 24 * time.Hour
 // delivery (none was made, or a filter took none), moving the sweep's
 // cursor past everything it scanned. It reports how many it scanned, so a
 // pass goes on while there is more to scan, and how many it deleted.
-func (w *Worker) sweepEvents(ctx context.Context, q *db.Queries, before time.Time) (scanned, deleted int64, err error) {
-	if time.Since(w.sweep.startedAt) > sweepResetEvery {
-		w.sweep = eventSweep{startedAt: time.Now()}
+func (h *housekeeper) sweepEvents(ctx context.Context, q *db.Queries, before time.Time) (scanned, deleted int64, err error) {
+	if time.Since(h.sweep.startedAt) > sweepResetEvery {
+		h.sweep = eventSweep{startedAt: time.Now()}
 	}
 	r, err := q.RetentionSweepEvents(ctx, db.RetentionSweepEventsParams{
-		Before: before, AfterCreatedAt: w.sweep.createdAt, AfterID: w.sweep.id, BatchSize: int32(w.cfg.Retention.Batch)})
+		Before: before, AfterCreatedAt: h.sweep.createdAt, AfterID: h.sweep.id, BatchSize: int32(h.cfg.Retention.Batch)})
 	if err != nil {
 		return 0, 0, err
 	}
-	w.sweep.createdAt, w.sweep.id = r.LastCreatedAt, r.LastID
-	w.metrics.observeRetained("events", r.Deleted)
+	h.sweep.createdAt, h.sweep.id = r.LastCreatedAt, r.LastID
+	h.metrics.observeRetained("events", r.Deleted)
 	return r.Scanned, r.Deleted, nil
 }
 

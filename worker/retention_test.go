@@ -247,15 +247,15 @@ func TestRetentionEventsGoWithTheirLastDelivery(t *testing.T) {
 	if !slices.Equal(left, []string{ids[1].String()}) {
 		t.Fatalf("events left %v, want only the dead letter's %s", left, ids[1])
 	}
-	if w.sweep.createdAt.IsZero() {
+	if w.house.sweep.createdAt.IsZero() {
 		t.Fatal("the sweep's cursor did not move")
 	}
 	var keptAt time.Time
 	if err := e.pool.QueryRow(ctx, `SELECT created_at FROM events WHERE id = $1`, ids[1]).Scan(&keptAt); err != nil {
 		t.Fatal(err)
 	}
-	if w.sweep.createdAt.Before(keptAt) {
-		t.Fatalf("the sweep stopped at %s, before the kept event at %s", w.sweep.createdAt, keptAt)
+	if w.house.sweep.createdAt.Before(keptAt) {
+		t.Fatalf("the sweep stopped at %s, before the kept event at %s", w.house.sweep.createdAt, keptAt)
 	}
 }
 
@@ -287,7 +287,7 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock(7270736904)"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := w.retain(ctx, false); err != nil || res != retainSkipped {
+	if res, err := w.house.retain(ctx, false); err != nil || res != retainSkipped {
 		t.Fatalf("pass while another holds the lock: %v, %v; want skipped", res, err)
 	}
 	if n := e.count("SELECT count(*) FROM deliveries"); n != 100 {
@@ -315,7 +315,7 @@ func TestRetentionOneReplicaAtATime(t *testing.T) {
 
 	// The pass let go of the lock: the next takes it, and so could another
 	// session.
-	if res, err := w.retain(ctx, false); err != nil || res != retainCaughtUp {
+	if res, err := w.house.retain(ctx, false); err != nil || res != retainCaughtUp {
 		t.Fatalf("pass after a pass: %v, %v; want caught up", res, err)
 	}
 	var ok bool

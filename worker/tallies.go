@@ -8,8 +8,7 @@ import (
 
 // tallyChangesPerFold bounds one fold's transaction, and foldsPerTick a
 // tick's folds, so a backlog of changes (a bulk replay's millions) is
-// folded over several ticks without holding up the maintenance loop's
-// probes and rescues.
+// folded over several ticks without holding up the tidy loop's analyses.
 const (
 	tallyChangesPerFold = 50_000
 	foldsPerTick        = 4
@@ -20,11 +19,11 @@ const (
 // tallies the dead-letter page reads, and drops tallies left empty. The
 // page adds the changes not folded yet, so folding only keeps its read
 // short.
-func (w *Worker) foldDeadLetterTallies(ctx context.Context) error {
+func (h *housekeeper) foldDeadLetterTallies(ctx context.Context) error {
 	for range foldsPerTick {
 		var n int64
-		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			q := w.q.WithTx(tx)
+		err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+			q := h.q.WithTx(tx)
 			var err error
 			if n, err = q.DeadLetterTallyFold(ctx, tallyChangesPerFold); err != nil || n == 0 {
 				return err

@@ -117,39 +117,6 @@ type Config struct {
 	Tracer *tracing.Tracer
 }
 
-// Retention says how long telemetry and finished work are kept; a zero
-// field takes DefaultRetention's value.
-type Retention struct {
-	Attempts         time.Duration // delivery_attempts rows
-	MinuteHistograms time.Duration // 60 s and 900 s latency slots
-	HourlyHistograms time.Duration // 3600 s latency rollups
-	Delivered        time.Duration // delivered deliveries, and events with nothing left
-	// Every is how often a retention pass runs (default a minute). A pass
-	// stops after Budget (default 5 s; each of its steps runs at least one
-	// batch) and leaves the rest to the next, which then comes sooner (see
-	// Worker.retainLoop).
-	Every  time.Duration
-	Budget time.Duration
-	// Batch bounds one DELETE (default 5,000 rows): a short transaction
-	// that never holds many row locks, so delivery is not blocked behind
-	// retention.
-	Batch int
-}
-
-// DefaultRetention is DESIGN §7: attempts 7 days, minute histograms 48 h,
-// hourly rollups 30 days; delivered work 7 days; a pass a minute.
-func DefaultRetention() Retention {
-	return Retention{
-		Attempts:         7 * 24 * time.Hour,
-		MinuteHistograms: 48 * time.Hour,
-		HourlyHistograms: 30 * 24 * time.Hour,
-		Delivered:        7 * 24 * time.Hour,
-		Every:            time.Minute,
-		Budget:           5 * time.Second,
-		Batch:            5000,
-	}
-}
-
 // Worker is one replica of the delivery engine.
 type Worker struct {
 	cfg     Config
@@ -182,16 +149,18 @@ type Worker struct {
 	id             string
 	metrics        *Metrics
 
-	// replanLater holds the partitioned tables (name → partitioned)
-	// whose replan after an attach could not have its lock.
-	replanLater sync.Map
+	// house keeps retention, partitions, analyses and tallies
+	// (housekeeper.go).
+	house *housekeeper
+	// notifier sends the operator notifications (notifier.go).
+	notifier *notifier
 
 	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
 	// held are the deliveries claimed whose results are not yet recorded,
 	// and own the shards this worker owns and the session it claims on
 	// (ownership.go).
 	held holdings
-	own  ownership
+	own  *ownership // live.own, read by the claims
 	// claimPasses counts claim statements that looked at every endpoint
 	// and completed, and claimedRows the deliveries every claim and the
 	// breaker probes took (always updated first). They make "the worker
@@ -206,25 +175,18 @@ type Worker struct {
 	lookedFor atomic.Int64
 	// queue holds claimed deliveries for the senders, at most
 	// min(ClaimBatch, Concurrency) of them.
-	queue   chan queued
-	freed   chan struct{} // a send finished (claim loop may claim again)
-	wake    chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
-	hints   claimHints    // where the claim loop looks next
-	outbox  chan struct{} // a completion queued operator notifications
-	results chan outcome  // senders → completer
-	// retainMu makes retention passes one at a time (retainLoop's and
-	// RetainNow's); sweep, the events sweep's cursor, is under it.
-	retainMu sync.Mutex
-	sweep    eventSweep
+	queue    chan queued
+	freed    chan struct{} // a send finished (claim loop may claim again)
+	wake     chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
+	hints    claimHints    // where the claim loop looks next
+	outbox   chan struct{} // a completion queued operator notifications
+	results  chan outcome  // senders → completer
 	inflight sync.WaitGroup
 
-	// Liveness (see liveness.go): the key of the advisory lock this worker
-	// holds while it runs, whether it holds it now (claims wait while it
-	// does not), and the other workers seen without theirs, since when
-	// (owned by the maintenance goroutine).
-	lockKey  atomic.Int64
-	alive    atomic.Bool
-	suspects map[string]time.Time
+	// live holds the liveness session and the shards (liveness.go);
+	// alive is live.alive, read by the claim loop (false: claims wait).
+	live  *liveness
+	alive *atomic.Bool
 
 	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
 	// the final flush retries against an unreachable database.
@@ -298,9 +260,29 @@ func New(cfg Config) (*Worker, error) {
 		outbox:   make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
 		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
-		suspects: map[string]time.Time{},
 	}
-	w.lockKey.Store(newLockKey())
+	house, err := newHousekeeper(housekeeperConfig{
+		Pool: w.pool, SessionPool: w.session, Retention: cfg.Retention,
+		Logger: w.log, Now: cfg.Now, Metrics: cfg.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.house = house
+	if w.notifier, err = newNotifier(notifierConfig{
+		Pool: w.pool, Outbox: w.outbox, WakeClaims: w.wakeEverywhere,
+		PublicURL: cfg.PublicURL, HeldOpenAfter: cfg.HeldOpenAfter,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow,
+	}); err != nil {
+		return nil, err
+	}
+	if w.live, err = newLiveness(livenessConfig{
+		Pool: w.pool, SessionPool: w.session, WorkerID: w.id, Held: &w.held,
+		Rescue: w.rescue, WakeClaims: w.wakeEverywhere, Logger: w.log, Metrics: cfg.Metrics,
+	}); err != nil {
+		return nil, err
+	}
+	w.own, w.alive = &w.live.own, &w.live.alive
 	if err := w.buildSenders(cfg); err != nil {
 		return nil, err
 	}
@@ -334,9 +316,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	// shards, or it for dead, and send its deliveries again.
 	liveCtx, stopLiveness := context.WithCancel(context.WithoutCancel(ctx))
 	held := make(chan struct{})
-	var liveness sync.WaitGroup
-	liveness.Go(func() { w.holdLiveness(liveCtx, held) })
-	defer liveness.Wait()
+	var live sync.WaitGroup
+	live.Go(func() { w.live.Run(liveCtx, held) })
+	defer live.Wait()
 	defer stopLiveness()
 	select {
 	case <-held:
@@ -346,20 +328,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	w.refreshLimits(ctx)
-	// The spans of deliveries_delivered this worker's completions will
-	// write into, made before the first send rather than by the first
-	// retention pass: a delivered row written before its span's partition
-	// exists goes to the default partition, and moving it out when the
-	// partition is made is the one moment a read of deliveries can miss
-	// it (a statement planned before the ATTACH does not see the new
-	// partition).
-	if _, err := w.keepDeliveredPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
-		w.log.Warn("delivered partitions", "err", err)
-	}
-	// And the events' spans, for the ingest's events likewise.
-	if _, err := w.makeEventPartitions(ctx, w.now()); err != nil && ctx.Err() == nil {
-		w.log.Warn("event partitions", "err", err)
-	}
+	w.house.prepare(ctx) // the partitions the first sends write into
 
 	completerDone := make(chan struct{})
 	go func() {
@@ -370,8 +339,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
-	bg.Go(func() { w.retainLoop(ctx) })
-	bg.Go(func() { w.notifyLoop(ctx) })
+	bg.Go(func() { w.house.Run(ctx) })
+	bg.Go(func() { w.notifier.Run(ctx) })
 
 	for range w.cfg.Concurrency {
 		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })
@@ -420,7 +389,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Everything is recorded: the session (with whatever shard locks are
 	// left) may end, and then the heartbeat it would otherwise write again.
 	stopLiveness()
-	liveness.Wait()
+	live.Wait()
 	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.id, Now: w.dbNow()}); err != nil {
 		w.log.Warn("remove heartbeat", "err", err)
 	}
