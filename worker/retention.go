@@ -192,7 +192,7 @@ func (h *housekeeper) retainSteps(ctx context.Context, q *db.Queries) (behind bo
 			return int64(len(events)), err
 		}},
 		{name: "conversions past their expiry", run: func() (int64, error) {
-			return w.retainConversions(ctx, q, now)
+			return h.retainConversions(ctx, q, now)
 		}},
 		{name: "events without deliveries", run: func() (int64, error) {
 			switch {

@@ -13,17 +13,17 @@ import (
 // the conversion last changed, so an endpoint's setting applies to the
 // state it keeps without a scan of endpoints. It returns the larger of
 // the two batches, so the pass goes on while either is behind.
-func (w *Worker) retainConversions(ctx context.Context, q *db.Queries, now time.Time) (int64, error) {
-	batch := int32(w.cfg.Retention.Batch)
+func (h *housekeeper) retainConversions(ctx context.Context, q *db.Queries, now time.Time) (int64, error) {
+	batch := int32(h.cfg.Retention.Batch)
 	state, err := q.RetentionDeleteConversions(ctx, db.RetentionDeleteConversionsParams{Before: now, BatchSize: batch})
 	if err != nil {
 		return 0, err
 	}
-	w.metrics.observeRetained("conversions", state)
+	h.metrics.observeRetained("conversions", state)
 	history, err := q.RetentionDeleteConversionHistory(ctx, db.RetentionDeleteConversionHistoryParams{Before: now, BatchSize: batch})
 	if err != nil {
 		return 0, err
 	}
-	w.metrics.observeRetained("conversion_history", history)
+	h.metrics.observeRetained("conversion_history", history)
 	return max(state, history), nil
 }
