@@ -2,20 +2,15 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/worker/postback"
 )
 
 // countingTrackers are fake Keitaro, Affise and Binom servers that parse a
@@ -149,42 +144,11 @@ func TestConversionAcceptance(t *testing.T) {
 	rcv := newReceiver(t)
 	trackers := newCountingTrackers()
 	rcv.setHandler(trackers.handler)
-	rules := conversionRules()
-	endpoint := func(preset string) {
-		p, _ := postback.PresetByID(preset)
-		r := rules
-		r.ValueMaps = p.ValueMaps
-		b, _ := json.Marshal(r)
-		tmpl := strings.Replace(p.Template, "https://YOUR-DOMAIN.example/POSTBACK-KEY", rcv.URL+"/KEY", 1)
-		tmpl = strings.Replace(tmpl, "https://YOUR-DOMAIN.example", rcv.URL, 1)
-		e.endpoint(endpointOpts{kind: "postback", url: tmpl, successBodyContains: p.SuccessBodyContains, rules: string(b), maxInFlight: 32})
+	for _, id := range []string{"keitaro", "affise", "binom"} {
+		e.operatorEndpoint(rcv.URL, id, conversionRules(), "")
 	}
-	endpoint("keitaro")
-	endpoint("affise")
-	endpoint("binom")
 	e.run(e.worker(nil))
-
-	done := 0
-	for _, status := range []string{"pending", "approved", "approved", "declined"} {
-		payloads := make([]string, n)
-		for i := range payloads {
-			payloads[i] = fmt.Sprintf(`{"click_id":"click-%d","transaction_id":"tx-%d","status":%q,"payout":"7.50","currency":"USD"}`, i, i, status)
-		}
-		for i := 0; i < n; i += 250 {
-			e.conversionEvents(payloads[i : i+250])
-		}
-		done += 3 * n
-		deadline := time.Now().Add(3 * time.Minute)
-		for e.count("SELECT count(*) FROM deliveries WHERE status IN ('delivered', 'dead')") < done {
-			if time.Now().After(deadline) {
-				t.Fatalf("the %s wave did not finish: %d of %d", status, e.count("SELECT count(*) FROM deliveries WHERE status IN ('delivered', 'dead')"), done)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if dead := e.count("SELECT count(*) FROM deliveries WHERE status = 'dead'"); dead != 0 {
-		t.Fatalf("%d dead deliveries", dead)
-	}
+	e.conversionWaves(n, 3)
 	trackers.mu.Lock()
 	defer trackers.mu.Unlock()
 	if trackers.refused != 0 {

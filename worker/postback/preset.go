@@ -189,8 +189,12 @@ func Presets() []Preset {
 			// transaction_id (TUNE's click id, required), amount, adv_sub
 			// (the advertiser's order id, which TUNE can deduplicate on),
 			// goal_id, security_token and status, whose values are
-			// approved, pending and rejected (TUNE's conversion postback
-			// parameters, as its integrations document them).
+			// approved, pending and rejected. TUNE's help ("Receiving
+			// Conversions via Postback URL") confirms aff_lsr,
+			// transaction_id, GET and the answers "success=true;" and
+			// "success=false; err_msg=…;" (e.g. Duplicate conversion); a
+			// status parameter on aff_lsr is not confirmed there, only
+			// that TUNE's conversion statuses are these words.
 			ID:                  "tune",
 			Name:                "TUNE (HasOffers)",
 			Template:            "https://" + presetHost + "/aff_lsr?transaction_id={click_id}&amount={payout}&adv_sub={transaction_id}&status={status}",
@@ -211,7 +215,10 @@ func Presets() []Preset {
 		{
 			// RedTrack postback: /postback on the tracking domain with
 			// clickid, sum (revenue) and type (the conversion type, e.g.
-			// a custom event), as RedTrack's postback help lists them.
+			// a custom event). RedTrack's help confirms clickid, type
+			// (case-sensitive, set up in the account) and the statuses
+			// approved, pending, declined and other; the names sum and
+			// status for revenue and status are not confirmed there.
 			ID:       "redtrack",
 			Name:     "RedTrack",
 			Template: "https://" + presetHost + "/postback?clickid={click_id}&sum={payout}&type={event_type}",
