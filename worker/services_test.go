@@ -11,6 +11,7 @@ import (
 )
 
 func TestHousekeeperConfigValidate(t *testing.T) {
+	t.Parallel()
 	valid := func() housekeeperConfig {
 		return housekeeperConfig{Pool: &pgxpool.Pool{}, SessionPool: &pgxpool.Pool{}, Retention: DefaultRetention(),
 			Logger: slog.New(slog.DiscardHandler), Now: time.Now}
@@ -39,6 +40,7 @@ func TestHousekeeperConfigValidate(t *testing.T) {
 }
 
 func TestNotifierConfigValidate(t *testing.T) {
+	t.Parallel()
 	valid := func() notifierConfig {
 		return notifierConfig{Pool: &pgxpool.Pool{}, Outbox: make(chan struct{}, 1), WakeClaims: func() {},
 			Logger: slog.New(slog.DiscardHandler), Now: time.Now, DBNow: func() *time.Time { return nil }}
@@ -66,6 +68,7 @@ func TestNotifierConfigValidate(t *testing.T) {
 }
 
 func TestLivenessConfigValidate(t *testing.T) {
+	t.Parallel()
 	valid := func() livenessConfig {
 		return livenessConfig{Pool: &pgxpool.Pool{}, SessionPool: &pgxpool.Pool{}, WorkerID: "w1", Held: &holdings{},
 			Rescue: func(context.Context, ...string) (int, error) { return 0, nil }, WakeClaims: func() {},
