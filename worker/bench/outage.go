@@ -63,6 +63,11 @@ type OutageReport struct {
 	RecoveryDrain   time.Duration
 	RecoveryRate    float64
 	Drained         bool
+	// FirstBack is the return to the first 2xx of a recovered endpoint
+	// (an open breaker waits for its probe); SinceFirst the recovery's
+	// rate from then on.
+	FirstBack  time.Duration
+	SinceFirst float64
 	// Each recovered endpoint's time to empty its backlog, clean and after
 	// the outage.
 	CleanEmpty, RecoveryEmpty Percentiles
@@ -304,6 +309,15 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 		r.RecoveryDrain = slices.Max(recEmpty)
 	}
 	r.RecoveryRate = float64(sumOK(secs[mark:])) / r.RecoveryDrain.Seconds()
+	for _, sec := range secs[mark:] {
+		if sec.ok > 0 {
+			r.FirstBack = sec.at - back.Sub(start) - time.Second // the second it fell in began then
+			if d := r.RecoveryDrain - r.FirstBack; d > 0 {
+				r.SinceFirst = float64(sumOK(secs[mark:])) / d.Seconds()
+			}
+			break
+		}
+	}
 	r.RecoveryEmpty = percentiles(slices.DeleteFunc(recEmpty, func(d time.Duration) bool { return d == 0 }))
 	if len(recEmpty) > 0 {
 		r.RecoveryFirst = recEmpty[0] // sorted by percentiles
@@ -377,6 +391,8 @@ func (r OutageReport) print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  recovery: %d left at the return, every endpoint's backlog %s in %.1f s: %.0f deliveries/s to them = %.2f × the clean drain (each endpoint's time to empty p50 %.1f s, max %.1f s, min %.1f s); %d ran out of attempts\n",
 		r.RecoveryBacklog, state, r.RecoveryDrain.Seconds(), r.RecoveryRate, r.RecoveryRate/r.CleanRate, r.RecoveryEmpty.P50.Seconds(), r.RecoveryEmpty.Max.Seconds(), r.RecoveryFirst.Seconds(), r.Dead)
+	fmt.Fprintf(out, "  the first 2xx after the return came %.1f s after it; from then %.0f deliveries/s to them = %.2f × the clean drain\n",
+		r.FirstBack.Seconds(), r.SinceFirst, r.SinceFirst/r.CleanRate)
 	fmt.Fprintf(out, "  %-8s %-12s %12s %9s %11s %11s %11s\n", "from", "phase", "2xx/s down", "backlog", "fresh p50", "fresh p99", "fresh n")
 	for _, iv := range r.Intervals {
 		fmt.Fprintf(out, "  %-8s %-12s %12.0f %9d %8s ms %8s ms %11d\n", iv.At, iv.Phase, iv.PerSecond, iv.Backlog, fmtMs(iv.Fresh.P50), fmtMs(iv.Fresh.P99), iv.Fresh.Attempted)
