@@ -81,19 +81,21 @@ func TestMixSmall(t *testing.T) {
 func TestOutageSmall(t *testing.T) {
 	var out bytes.Buffer
 	r, err := Outage(context.Background(), OutageOptions{
-		Endpoints: 10, Down: 2, For: time.Second, Rate: 100, Every: 2 * time.Second,
+		// 4 events/s to each endpoint, which its cap of 8 sends in flight
+		// keeps up with at a median answer of up to 500 ms.
+		Endpoints: 10, Down: 2, For: time.Second, Rate: 40, Every: 2 * time.Second,
 		Concurrency: 32, RecoveryLimit: 2 * time.Minute,
 		// No breaker within seconds: it would probe only after 5 minutes.
 		// A delivery refused in the outage is retried once it is over
 		// (the backoff's floor is 1 s), within the first gap's 30 s.
-		mixSettings: mixSettings{MaxInFlight: 4, Timeout: time.Second, FailureThreshold: 1000},
+		mixSettings: mixSettings{MaxInFlight: 8, Timeout: time.Second, FailureThreshold: 1000},
 		DatabaseURL: dbtest.URL(t),
 	}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())
-	if r.CleanBacklog != 20 || r.CleanRate <= 0 || r.CleanEmpty.Count != 2 {
+	if r.CleanBacklog != 8 || r.CleanRate <= 0 || r.CleanEmpty.Count != 2 {
 		t.Errorf("clean: backlog %d, rate %.1f, emptied %+v", r.CleanBacklog, r.CleanRate, r.CleanEmpty)
 	}
 	if !r.Drained || r.RecoveryBacklog == 0 || r.RecoveryRate <= 0 || r.RecoveryEmpty.Count != 2 {
