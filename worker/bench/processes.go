@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -322,14 +323,20 @@ func processEnv(dsn, addr, dir string, o Options, batch, payloadBytes int) ([]st
 	return env, nil
 }
 
-// freeLoopbackAddr is a loopback address with a port nobody listens on.
+// freeLoopbackAddr is a loopback address with a port nobody listens on,
+// below the kernel's ephemeral range (32768-60999 on Linux): a port from
+// that range can be taken as the source port of an outgoing connection
+// (the bench makes thousands) before the process started on it binds it.
 func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	var err error
+	for range 200 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000))); err == nil {
+			defer ln.Close()
+			return ln.Addr().String(), nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("no free loopback port between 20000 and 32000: %w", err)
 }
 
 // createAPIKey runs hookline apikey create, as an operator would, and
