@@ -23,6 +23,7 @@ type Metrics struct {
 	retainPasses  *prometheus.CounterVec
 	retainDeleted *prometheus.CounterVec
 	shards        prometheus.Gauge
+	reach         *prometheus.CounterVec // reachability.go
 }
 
 // NewMetrics creates the collectors and registers them with reg. The
@@ -41,8 +42,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		retainPasses:  prometheus.NewCounterVec(monitoring.RetentionPasses.CounterOpts(), monitoring.RetentionPasses.Labels),
 		retainDeleted: prometheus.NewCounterVec(monitoring.RetentionDeletedRows.CounterOpts(), monitoring.RetentionDeletedRows.Labels),
 		shards:        prometheus.NewGauge(monitoring.WorkerShardsOwned.GaugeOpts()),
+		reach:         newReachCounter(),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.dead, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted, m.shards)
+	reg.MustRegister(m.attempts, m.duration, m.dead, m.claimDuration, m.claimed, m.flushDuration, m.flushErrors, m.retainPasses, m.retainDeleted, m.shards, m.reach)
 	m.attempts.WithLabelValues(string(sender.OK), "none")
 	for _, o := range []sender.Outcome{sender.OK, sender.Transient, sender.Permanent, sender.Gone} {
 		m.duration.WithLabelValues(string(o))

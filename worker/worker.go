@@ -109,6 +109,14 @@ type Config struct {
 	// (HOOKLINE_SMTP_URL); nil fails their deliveries, retried, with
 	// smtp_not_configured.
 	Mail *mail.Config
+	// ReachEvery is how often the owner of an endpoint whose breaker
+	// opened on connection failures checks whether its partner accepts a
+	// TCP connection again, to probe at once when it does (default
+	// DefaultReachEvery, ±20 %; negative: never, probes follow the
+	// cooldown alone). ReachInFlight bounds the checks in flight in this
+	// process (default DefaultReachInFlight). See reachability.go.
+	ReachEvery    time.Duration
+	ReachInFlight int
 	// HeldOpenAfter is how long a breaker stays open before a
 	// breaker.held_open notification (default notify.HeldOpenAfter).
 	HeldOpenAfter time.Duration
@@ -168,6 +176,8 @@ type Worker struct {
 	// of sleeping.
 	claimPasses atomic.Int64
 	claimedRows atomic.Int64
+	// reach counts the breaker reachability checks (reachability.go).
+	reach reachStats
 	// lookedFor is how many looks everywhere had been asked for
 	// (claimHints.askedEverywhere) when the last claim that looked
 	// everywhere took its hints: a test waits for it to reach what was
@@ -339,6 +349,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.listen(ctx) })
 	bg.Go(func() { w.maintain(ctx, sendCtx) })
+	bg.Go(func() { w.reachLoop(ctx) })
 	bg.Go(func() { w.house.Run(ctx) })
 	bg.Go(func() { w.notifier.Run(ctx) })
 

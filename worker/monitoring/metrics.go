@@ -86,6 +86,8 @@ var (
 		"Rows retention deleted, by table (attempt partitions dropped whole are not counted).", []string{"table"}}
 	WorkerShardsOwned = Metric{"hookline_worker_shards_owned", Gauge,
 		"Shards of endpoints this replica owns and claims from (of 256; the live replicas divide them).", nil}
+	BreakerReachabilityChecks = Metric{"hookline_breaker_reachability_checks_total", Counter,
+		"Checks whether the partner of an endpoint whose breaker opened on connection failures accepts a TCP connection again, by result: accepted (its probe is sent now) or failed. Not attempts: nothing is sent.", []string{"result"}}
 )
 
 // The database's metrics, read at scrape time by any replica (web or
@@ -121,7 +123,7 @@ var (
 var All = []Metric{
 	DeliveryAttempts, DeliveryAttemptDuration, DeliveriesDead, ClaimDuration, DeliveriesClaimed,
 	FlushDuration, FlushErrors, RetentionPasses, RetentionDeletedRows, WorkerShardsOwned,
-	QueueDeliveries, QueueOldestPending, DeadLastHour, DeadPreviousHour, EndpointBreakerState,
+	BreakerReachabilityChecks, QueueDeliveries, QueueOldestPending, DeadLastHour, DeadPreviousHour, EndpointBreakerState,
 	EndpointLatencyP95, EndpointLatencySamples, EndpointFailureBudget, WorkersLive, DatabaseUp,
 	NotifyQueueUsage, RetentionOldestDelivered,
 }

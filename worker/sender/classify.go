@@ -94,6 +94,8 @@ func classifyError(res *Result, err error, parent context.Context, timeout time.
 		msg := "timeout after " + timeout.String()
 		if errors.As(err, &proxy) {
 			msg += " (at egress proxy " + proxy.Proxy + ")"
+		} else if connecting(err) {
+			msg += whileConnecting
 		}
 		fail(res, Transient, ClassTimeout, msg)
 	case errors.As(err, &dnsErr):
@@ -190,15 +192,15 @@ func tlsMessage(err error) string {
 func connectMessage(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
+		return msgRefused
 	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset by peer"
+		return msgReset
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
 		return "connection closed while sending the request"
 	case errors.Is(err, syscall.EHOSTUNREACH):
-		return "host unreachable"
+		return msgHostUnreachable
 	case errors.Is(err, syscall.ENETUNREACH):
-		return "network unreachable"
+		return msgNetUnreachable
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
 		return "connection closed before the response"
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
