@@ -51,7 +51,7 @@ func TestFlushTwoRoundTrips(t *testing.T) {
 	flush := func(batch []outcome) (statements, batches int64) {
 		t.Helper()
 		s, b := trips.Counts()
-		if err := w.flush(ctx, batch); err != nil {
+		if err := w.complete.flush(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 		s2, b2 := trips.Counts()

@@ -105,7 +105,7 @@ func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 		dead.results <- outcome{d: rows[i], finished: clk.Now(), res: sender.Result{Outcome: sender.Transient, StatusCode: 503, Started: clk.Now()}}
 	}
 	close(dead.results)
-	dead.completer()
+	dead.complete.Run()
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
 		t.Fatalf("stale results changed %d deliveries", n)
 	}
@@ -244,7 +244,7 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 	close(w.queue)
 	w.sendLoop(stopped, context.Background())
 	close(w.results)
-	w.completer()
+	w.complete.Run()
 
 	if n := rcv.count.Load(); n != 1 {
 		t.Fatalf("receiver got %d requests, want 1", n)
@@ -297,7 +297,7 @@ func TestUnstorableResultIsSentAgainLater(t *testing.T) {
 		w.results <- batch[i]
 	}
 	close(w.results)
-	w.completer()
+	w.complete.Run()
 	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 1"); n != 2 {
 		t.Fatalf("%d results recorded, want the 2 storable ones", n)
 	}

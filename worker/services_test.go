@@ -95,3 +95,37 @@ func TestLivenessConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCompleterConfigValidate(t *testing.T) {
+	t.Parallel()
+	valid := func() completerConfig {
+		return completerConfig{Pool: &pgxpool.Pool{}, WorkerID: "w1", Results: make(chan outcome),
+			Recorded: func(_, _ []outcome) {}, Pause: func(int64, time.Time) {}, Outbox: make(chan struct{}, 1),
+			FlushInterval: time.Millisecond, FlushSize: 1, Flushers: 1, Rand: fixedRand(0),
+			Logger: slog.New(slog.DiscardHandler), Now: time.Now, DBNow: func() *time.Time { return nil }}
+	}
+	if err := valid().validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*completerConfig)
+		want   string
+	}{
+		{"no pool", func(c *completerConfig) { c.Pool = nil }, "Pool"},
+		{"no worker id", func(c *completerConfig) { c.WorkerID = "" }, "WorkerID"},
+		{"no results", func(c *completerConfig) { c.Results = nil }, "Results"},
+		{"no recorded", func(c *completerConfig) { c.Recorded = nil }, "Recorded"},
+		{"no pause", func(c *completerConfig) { c.Pause = nil }, "Pause"},
+		{"no outbox", func(c *completerConfig) { c.Outbox = nil }, "Outbox"},
+		{"no flushers", func(c *completerConfig) { c.Flushers = 0 }, "Flushers"},
+		{"no rand", func(c *completerConfig) { c.Rand = nil }, "Rand"},
+		{"no SQL clock", func(c *completerConfig) { c.DBNow = nil }, "DBNow"},
+	} {
+		cfg := valid()
+		c.change(&cfg)
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+}

@@ -109,7 +109,7 @@ func TestLatencySamplesSurviveACrash(t *testing.T) {
 	for i := range rows {
 		batch[i] = crashed.deliver(ctx, rows[i])
 	}
-	if err := crashed.flush(ctx, batch); err != nil {
+	if err := crashed.complete.flush(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 	// crashed is never flushed or stopped: it died here.

@@ -143,9 +143,7 @@ type Worker struct {
 	capped         atomic.Bool // the last claim had rate-limited or paused endpoints
 	log            *slog.Logger
 	now            func() time.Time
-	injected       bool       // Config.Now was set: SQL uses it too
-	rndMu          sync.Mutex // the flushers share rnd
-	rnd            backoff.Source
+	injected       bool // Config.Now was set: SQL uses it too
 	id             string
 	metrics        *Metrics
 
@@ -154,6 +152,8 @@ type Worker struct {
 	house *housekeeper
 	// notifier sends the operator notifications (notifier.go).
 	notifier *notifier
+	// complete records the senders' results (complete.go).
+	complete *completer
 
 	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
 	// held are the deliveries claimed whose results are not yet recorded,
@@ -187,11 +187,6 @@ type Worker struct {
 	// alive is live.alive, read by the claim loop (false: claims wait).
 	live  *liveness
 	alive *atomic.Bool
-
-	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
-	// the final flush retries against an unreachable database.
-	shutdownDeadline atomic.Int64
-	unrecorded       atomic.Int64 // results given up on (their deliveries are sent again)
 }
 
 // New validates cfg and builds a Worker.
@@ -252,7 +247,6 @@ func New(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
 		now:      cfg.Now,
 		injected: injected,
-		rnd:      cfg.Rand,
 		id:       cfg.WorkerID,
 		metrics:  cfg.Metrics,
 		freed:    make(chan struct{}, 1),
@@ -283,6 +277,14 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w.own, w.alive = &w.live.own, &w.live.alive
+	if w.complete, err = newCompleter(completerConfig{
+		Pool: w.pool, WorkerID: w.id, Results: w.results, Recorded: w.recorded, Pause: w.limits.PauseUntil,
+		Outbox: w.outbox, FlushInterval: cfg.FlushInterval, FlushSize: cfg.FlushSize, Flushers: cfg.Flushers,
+		LeaseMargin: cfg.LeaseMargin, Backoff: w.backoff, Breaker: w.breaker, Rand: cfg.Rand,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow, Metrics: cfg.Metrics, Tracer: cfg.Tracer,
+	}); err != nil {
+		return nil, err
+	}
 	if err := w.buildSenders(cfg); err != nil {
 		return nil, err
 	}
@@ -333,7 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	completerDone := make(chan struct{})
 	go func() {
 		defer close(completerDone)
-		w.completer()
+		w.complete.Run()
 	}()
 
 	var bg sync.WaitGroup
@@ -369,10 +371,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The database may be gone too: recording the last results gets 30 s,
 	// then their leases are left to expire (another replica, or this one
 	// after a restart, sends them again).
-	w.shutdownDeadline.Store(time.Now().Add(30 * time.Second).UnixNano())
+	w.complete.stopBy(time.Now().Add(30 * time.Second))
 	close(w.results)
 	<-completerDone
-	if n := w.unrecorded.Load(); n > 0 {
+	if n := w.complete.unrecorded.Load(); n > 0 {
 		return fmt.Errorf("stopped without recording %d results: the database was unreachable; their deliveries will be sent again", n)
 	}
 
@@ -408,9 +410,20 @@ func (w *Worker) dbNow() *time.Time {
 	return &t
 }
 
-func (w *Worker) pastShutdownDeadline() bool {
-	d := w.shutdownDeadline.Load()
-	return d != 0 && time.Now().UnixNano() > d
+// recorded is told by the completer of each batch recorded: the recorded
+// rows no longer count against their endpoints' in-flight caps, so the
+// claim loop may find work for those endpoints it could not before.
+func (w *Worker) recorded(batch, lost []outcome) {
+	w.held.remove(batch, lost)
+	if len(lost) > 0 {
+		w.held.removeAfter(lost, w.cfg.LeaseMargin)
+	}
+	ids := make([]int64, len(batch))
+	for i := range batch {
+		ids[i] = batch[i].d.EndpointID
+	}
+	w.hints.add(ids...)
+	signal(w.freed)
 }
 
 // signal sends on a 1-buffered channel without blocking: a pending signal
