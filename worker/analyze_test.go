@@ -20,10 +20,10 @@ func TestAnalyzeYoungTables(t *testing.T) {
 	w := e.worker(nil)
 	// events' statistics are its partitions': the one the events below go
 	// into is analyzed.
-	if _, err := w.house.makeEventPartitions(ctx, w.now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, w.cfg.Now()); err != nil {
 		t.Fatal(err)
 	}
-	events, err := w.house.eventPartitionAt(ctx, w.now())
+	events, err := w.house.eventPartitionAt(ctx, w.cfg.Now())
 	if err != nil || events == "" {
 		t.Fatalf("no partition of events for now: %q, %v", events, err)
 	}

@@ -52,12 +52,12 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	// counter is read before the clock moves, and checked only once the probe
 	// has been answered: the worker's own maintenance loop may take the probe
 	// before the passes below do, or be claiming it while they run.
-	claimed := w.claimedRows.Load()
+	claimed := w.claims.claimedRows.Load()
 	clk.Advance(300 * time.Second)
-	w.probe(ctx, ctx)
-	w.probe(ctx, ctx) // a second pass (or replica) must not send another probe
+	w.claims.probe(ctx)
+	w.claims.probe(ctx) // a second pass (or replica) must not send another probe
 	e.waitFor("probe", func() bool { return rcv.count.Load() == 4 })
-	if n := w.claimedRows.Load() - claimed; n != 1 {
+	if n := w.claims.claimedRows.Load() - claimed; n != 1 {
 		t.Fatalf("two probe passes and the maintenance loop claimed %d deliveries, want exactly one probe", n)
 	}
 	e.waitFor("reopened", func() bool { return e.health(epID).State == "open" })
@@ -72,7 +72,7 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	// Partner recovers: the next probe closes the breaker, the backlog drains.
 	rcv.setHandler(respond(http.StatusOK))
 	clk.Advance(600 * time.Second)
-	w.probe(ctx, ctx)
+	w.claims.probe(ctx)
 	e.waitFor("closed and drained", func() bool {
 		return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 10
 	})
@@ -98,7 +98,7 @@ func TestLostProbeReopens(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(301 * time.Second)
-	if err := w.startProbes(ctx); err != nil {
+	if err := w.claims.startProbes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := w.q.DeliveryClaimProbes(ctx, dbClaimProbes(w))
@@ -109,7 +109,7 @@ func TestLostProbeReopens(t *testing.T) {
 		t.Fatal("a second probe was claimed")
 	}
 	clk.Advance(32 * time.Second)
-	if n, err := w.rescue(ctx); n != 1 || err != nil {
+	if n, err := w.maint.rescue(ctx); n != 1 || err != nil {
 		t.Fatalf("rescue: %d, %v", n, err)
 	}
 	if h := e.health(epID); h.State != "open" || h.CooldownSeconds != 600 || h.ProbeDeliveryID != nil {

@@ -3,21 +3,137 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/backoff"
-	"github.com/hookline/hookline/worker/notify"
+	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/sender"
+	"github.com/hookline/hookline/worker/tracing"
 )
 
-// completer collects outcomes into batches of up to FlushSize, closed
+// completerConfig configures a completer; Worker.New fills it from
+// Config and wires it to the other services; validate says what is
+// missing.
+type completerConfig struct {
+	// Pool runs the completion transactions.
+	Pool *pgxpool.Pool
+	// WorkerID fences the completion of the breaker probes this worker
+	// leased (lease_owner).
+	WorkerID string
+	// Results are the senders' outcomes: the completer records them until
+	// the channel is closed.
+	Results <-chan outcome
+	// Recorded is told of every batch once its transaction has committed
+	// (or it was given up on), with the results in it that could not be
+	// recorded (lost): the claimer forgets the rest of the batch's
+	// deliveries and looks at their endpoints again.
+	Recorded func(batch, lost []outcome)
+	// Pause holds an endpoint's sends until a time (a Retry-After), in
+	// the claimer's rate limits.
+	Pause func(endpointID int64, until time.Time)
+	// Outbox is signalled when a batch queued operator notifications (a
+	// 1-buffered channel the notifier reads).
+	Outbox chan struct{}
+	// FlushInterval and FlushSize bound how long and how many results wait
+	// before one transaction; Flushers is how many batches may be recorded
+	// at once.
+	FlushInterval time.Duration
+	FlushSize     int
+	Flushers      int
+	// LeaseMargin is how long a result that cannot be recorded keeps its
+	// delivery from being claimed again (said in the log).
+	LeaseMargin time.Duration
+	Backoff     backoff.Policy
+	Breaker     breaker.Policy
+	Rand        backoff.Source // backoff jitter, shared by the flushers
+	Logger      *slog.Logger
+	Now         func() time.Time
+	// DBNow is the "now" passed to SQL (nil: the database's clock; see
+	// Worker.dbNow).
+	DBNow func() *time.Time
+	// Metrics and Tracer may be nil (no metrics, traces off).
+	Metrics *Metrics
+	Tracer  *tracing.Tracer
+}
+
+func (c completerConfig) validate() error {
+	switch {
+	case c.Pool == nil:
+		return errors.New("completer: Pool is required")
+	case c.WorkerID == "":
+		return errors.New("completer: WorkerID is required")
+	case c.Results == nil:
+		return errors.New("completer: Results is required")
+	case c.Recorded == nil, c.Pause == nil:
+		return errors.New("completer: Recorded and Pause are required")
+	case c.Outbox == nil:
+		return errors.New("completer: Outbox is required")
+	case c.FlushInterval <= 0, c.FlushSize <= 0, c.Flushers <= 0:
+		return errors.New("completer: FlushInterval, FlushSize and Flushers must be positive")
+	case c.Rand == nil:
+		return errors.New("completer: Rand is required")
+	case c.Logger == nil:
+		return errors.New("completer: Logger is required")
+	case c.Now == nil, c.DBNow == nil:
+		return errors.New("completer: Now and DBNow are required")
+	}
+	return nil
+}
+
+// completer records what the senders made of each delivery: it collects
+// their outcomes into batches and records each batch in one transaction
+// (flush, complete_flush.go): the delivery's next state, its attempt, its
+// latency sample, the breaker and failure budget of its endpoint, and the
+// notifications these caused. It is the last stop of a delivery's walk:
+// nothing it does calls back into the claimer or the dispatcher except
+// through Recorded, Pause and Outbox.
+type completer struct {
+	cfg     completerConfig
+	pool    *pgxpool.Pool
+	q       *db.Queries
+	log     *slog.Logger
+	now     func() time.Time
+	dbNow   func() *time.Time
+	backoff backoff.Policy
+	breaker breaker.Policy
+	metrics *Metrics
+	rndMu   sync.Mutex // the flushers share rnd
+	rnd     backoff.Source
+
+	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
+	// the final flush retries against an unreachable database.
+	shutdownDeadline atomic.Int64
+	unrecorded       atomic.Int64 // results given up on (their deliveries are sent again)
+}
+
+func newCompleter(cfg completerConfig) (*completer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &completer{
+		cfg: cfg, pool: cfg.Pool, q: db.New(cfg.Pool), log: cfg.Logger, now: cfg.Now, dbNow: cfg.DBNow,
+		backoff: cfg.Backoff, breaker: cfg.Breaker, metrics: cfg.Metrics, rnd: cfg.Rand,
+	}, nil
+}
+
+func (c *completer) pastShutdownDeadline() bool {
+	d := c.shutdownDeadline.Load()
+	return d != 0 && time.Now().UnixNano() > d
+}
+
+// stopBy bounds the retries of the last batches: past t, a batch the
+// database does not take is given up on (its deliveries are sent again).
+func (c *completer) stopBy(t time.Time) { c.shutdownDeadline.Store(t.UnixNano()) }
+
+// Run collects outcomes into batches of up to FlushSize, closed
 // after FlushInterval, and hands them to Flushers goroutines, each
 // recording one batch per transaction. With two or more, one batch's
 // statements run while another waits for its commit to reach disk. Batches
@@ -25,35 +141,24 @@ import (
 // endpoint_health rows that change, which every writer locks in endpoint
 // order (see applyBreaker). When all
 // flushers are busy and a batch is full, senders wait (backpressure). It
-// returns after w.results is closed and everything received is recorded.
+// returns after Results is closed and everything received is recorded.
 //
 // A batch's storage is FlushSize outcomes (about 200 KiB at the default
 // 512), and at a steady rate a batch closes with a handful in it every few
 // milliseconds: batches are reused once recorded, through spare, rather
 // than made anew (they were a quarter of all the process allocated at
 // 3,000 deliveries/s, and the garbage collector ran eight times a second).
-func (w *Worker) completer() {
+func (c *completer) Run() {
 	batches := make(chan []outcome)
-	spare := make(chan []outcome, w.cfg.Flushers+1)
+	spare := make(chan []outcome, c.cfg.Flushers+1)
 	var flushers sync.WaitGroup
-	for range w.cfg.Flushers {
+	for range c.cfg.Flushers {
 		flushers.Go(func() {
 			for b := range batches {
-				lost := w.flushWithRetry(b)
-				// The recorded rows no longer count against their
-				// endpoints' in-flight caps: the claim loop may find work
-				// for those endpoints it could not before. Only now, after
-				// the commit, may a claim read them again.
-				w.held.remove(b, lost)
-				if len(lost) > 0 {
-					w.held.removeAfter(lost, w.cfg.LeaseMargin)
-				}
-				ids := make([]int64, len(b))
-				for i := range b {
-					ids[i] = b[i].d.EndpointID
-				}
-				w.hints.add(ids...)
-				signal(w.freed)
+				lost := c.flushWithRetry(b)
+				// Only now, after the commit, may a claim read the
+				// batch's deliveries again.
+				c.cfg.Recorded(b, lost)
 				clear(b) // no payload outlives its batch
 				select {
 				case spare <- b[:0]:
@@ -69,14 +174,14 @@ func (w *Worker) completer() {
 	timer.Stop()
 	var batch []outcome
 	due := false // the batch's FlushInterval has passed
-	in := w.results
+	in := c.cfg.Results
 	for {
 		var out chan []outcome
-		if len(batch) > 0 && (due || len(batch) >= w.cfg.FlushSize || in == nil) {
+		if len(batch) > 0 && (due || len(batch) >= c.cfg.FlushSize || in == nil) {
 			out = batches
 		}
 		var recv <-chan outcome = in
-		if len(batch) >= w.cfg.FlushSize {
+		if len(batch) >= c.cfg.FlushSize {
 			recv = nil
 		}
 		if in == nil && len(batch) == 0 {
@@ -92,9 +197,9 @@ func (w *Worker) completer() {
 				select {
 				case batch = <-spare:
 				default:
-					batch = make([]outcome, 0, w.cfg.FlushSize)
+					batch = make([]outcome, 0, c.cfg.FlushSize)
 				}
-				timer.Reset(w.cfg.FlushInterval)
+				timer.Reset(c.cfg.FlushInterval)
 			}
 			batch = append(batch, o)
 		case out <- batch:
@@ -113,36 +218,36 @@ func (w *Worker) completer() {
 // and are sent again: at-least-once. Any other error means one result
 // cannot be stored (a bug, a constraint): the batch is split so the others
 // are recorded, and the lone failure is returned.
-func (w *Worker) flushWithRetry(batch []outcome) (lost []outcome) {
+func (c *completer) flushWithRetry(batch []outcome) (lost []outcome) {
 	for attempt := 1; ; attempt++ {
 		timeout := 30 * time.Second
-		if d := w.shutdownDeadline.Load(); d != 0 {
+		if d := c.shutdownDeadline.Load(); d != 0 {
 			timeout = min(timeout, time.Until(time.Unix(0, d)))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
 		start := time.Now()
-		err := w.flush(ctx, batch)
+		err := c.flush(ctx, batch)
 		cancel()
-		w.traceFlush(start, attempt, batch, err)
-		w.metrics.observeFlush(time.Since(start), err)
-		w.log.Debug("flush", "results", len(batch), "ms", time.Since(start).Milliseconds())
+		c.traceFlush(start, attempt, batch, err)
+		c.metrics.observeFlush(time.Since(start), err)
+		c.log.Debug("flush", "results", len(batch), "ms", time.Since(start).Milliseconds())
 		switch {
 		case err == nil:
 			return nil
 		case !retryable(err):
 			if len(batch) == 1 {
-				w.log.Error("cannot record a delivery result; it will be sent again",
-					"delivery_id", batch[0].d.ID, "err", err, "after", w.cfg.LeaseMargin)
+				c.log.Error("cannot record a delivery result; it will be sent again",
+					"delivery_id", batch[0].d.ID, "err", err, "after", c.cfg.LeaseMargin)
 				return batch
 			}
 			half := len(batch) / 2
-			return append(w.flushWithRetry(batch[:half]), w.flushWithRetry(batch[half:])...)
+			return append(c.flushWithRetry(batch[:half]), c.flushWithRetry(batch[half:])...)
 		case attempt == 1 || attempt%30 == 0:
-			w.log.Error("record delivery results: database unavailable, retrying", "err", err, "results", len(batch), "attempt", attempt)
+			c.log.Error("record delivery results: database unavailable, retrying", "err", err, "results", len(batch), "attempt", attempt)
 		}
-		if attempt >= 120 || w.pastShutdownDeadline() { // long enough (or we are stopping): the rows are due again
-			w.log.Error("giving up recording results; they will be sent again", "results", len(batch))
-			w.unrecorded.Add(int64(len(batch)))
+		if attempt >= 120 || c.pastShutdownDeadline() { // long enough (or we are stopping): the rows are due again
+			c.log.Error("giving up recording results; they will be sent again", "results", len(batch))
+			c.unrecorded.Add(int64(len(batch)))
 			return batch
 		}
 		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 5*time.Second))
@@ -175,193 +280,16 @@ func retryable(err error) bool {
 	return true // connection errors, timeouts: no server verdict
 }
 
-// flush records one batch in one transaction: delivery state (one UPDATE
-// over arrays), attempts, latency samples, breaker transitions and
-// Retry-After pauses, and endpoints disabled by 410 Gone.
-//
-// It costs two round trips when no breaker, budget or endpoint changes
-// (nearly every batch): BEGIN, the health rows' read and the deliveries'
-// update in one (db.Statements through db.TxPipeline), the attempts, the
-// latency samples and COMMIT in the other. A batch that changes health
-// rows locks and writes them in round trips of its own before COMMIT. At
-// a steady rate a batch closes every few milliseconds with a handful of
-// results, and each round trip is a wake-up of PostgreSQL's backend and of
-// this process: recorded one statement at a time (BEGIN, update, COPY of
-// the attempts in two, latency, health read, COMMIT) a batch took seven
-// (worker/bench/performance.md, "The completion in two round trips").
-func (w *Worker) flush(ctx context.Context, batch []outcome) error {
-	now := w.now()
-	var (
-		done    db.DeliveryCompleteParams
-		release db.DeliveryReleaseParams
-		gone    = map[int64]string{}
-	)
-	release.WorkerID, release.Now = w.id, w.dbNow()
-	for i := range batch {
-		o := &batch[i]
-		d, r := &o.d, &o.res
-		if r.ErrorClass == sender.ClassCanceled {
-			// Shutdown cut the send short: back to the queue without using
-			// an attempt. A delivery claimed by reading is still waiting
-			// there, as it was; only a leased probe has a lease to undo.
-			if o.leased {
-				release.Ids = append(release.Ids, d.ID)
-				release.AttemptCounts = append(release.AttemptCounts, d.AttemptCount)
-			}
-			continue
-		}
-		status, next := w.nextState(o, d.AttemptCount+1, now)
-		o.dead = status == "dead"
-		done.Ids = append(done.Ids, d.ID)
-		done.AttemptCounts = append(done.AttemptCounts, d.AttemptCount)
-		owner := ""
-		if o.leased {
-			owner = w.id
-		}
-		done.Owners = append(done.Owners, owner)
-		done.Statuses = append(done.Statuses, status)
-		done.NextAttemptAts = append(done.NextAttemptAts, next)
-		done.FinishedAts = append(done.FinishedAts, o.ended())
-		done.Errors = append(done.Errors, r.Error)
-		done.ErrorClasses = append(done.ErrorClasses, r.ErrorClass)
-		done.StatusCodes = append(done.StatusCodes, int32(r.StatusCode))
-		done.DurationsMs = append(done.DurationsMs, float64(r.Duration)/float64(time.Millisecond))
-		if r.Outcome == sender.Gone {
-			gone[d.EndpointID] = fmt.Sprintf("the partner answered 410 Gone at %s; re-enable after fixing the URL", o.finished.UTC().Format(time.RFC3339))
-		}
-	}
-
-	conn, err := w.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	tx := db.NewTxPipeline(conn)
-	defer tx.Rollback(ctx)
-
-	// First round trip: the health rows of every endpoint the batch may
-	// change (read without locks, see applyBreaker), then the update.
-	var (
-		s       db.Statements
-		health  []db.EndpointHealthReadRow
-		applied = map[int64]bool{}
-	)
-	if ids := breakerCandidates(batch); len(ids) > 0 {
-		s.Query(func(q *db.Queries) { _, _ = q.EndpointHealthRead(ctx, ids) }, func(r pgx.Rows) (err error) {
-			if health, err = pgx.CollectRows(r, pgx.RowToStructByPos[db.EndpointHealthReadRow]); err != nil {
-				return fmt.Errorf("read endpoint health: %w", err)
-			}
-			return nil
-		})
-	}
-	if len(done.Ids) > 0 {
-		s.Query(func(q *db.Queries) { _, _ = q.DeliveryComplete(ctx, done) }, func(r pgx.Rows) error {
-			ids, err := pgx.CollectRows(r, pgx.RowTo[int64])
-			if err != nil {
-				return fmt.Errorf("complete deliveries: %w", err)
-			}
-			for _, id := range ids {
-				applied[id] = true
-			}
-			return nil
-		})
-	}
-	if err := s.Send(ctx, tx); err != nil {
-		return err
-	}
-
-	// Second: attempts only of the deliveries just updated. A stale result
-	// (another worker took the delivery over and recorded an attempt, or
-	// rescue recorded a lost probe as lease_expired) adds nothing, and a
-	// batch retried after a commit whose answer was lost (the first try did
-	// commit) writes no second copy: the fence matches no row the second
-	// time. Latency samples commit with their attempts, so a crash before
-	// the next histogram flush loses none of them.
-	if rows := attemptRows(batch, applied); len(rows.DeliveryIds) > 0 {
-		s.Exec(func(q *db.Queries) { _ = q.AttemptInsertRows(ctx, rows) })
-	}
-	lat, err := batchLatency(batch, applied)
-	if err != nil {
-		return err
-	}
-	if lat != nil {
-		s.Exec(func(q *db.Queries) { _ = q.LatencyPendingInsert(ctx, *lat) })
-	}
-	changed := w.healthChanges(health, batch, applied)
-	notes := notices{}
-	if len(changed) == 0 && len(release.Ids) == 0 && len(gone) == 0 {
-		if s.Len() == 0 { // every result stale: nothing to write
-			if err := tx.Commit(ctx); err != nil {
-				return err
-			}
-		} else {
-			tx.CommitWithNextBatch()
-			if err := s.Send(ctx, tx); err != nil {
-				return fmt.Errorf("record attempts: %w", err)
-			}
-		}
-	} else {
-		if err := s.Send(ctx, tx); err != nil {
-			return fmt.Errorf("record attempts: %w", err)
-		}
-		q := db.New(tx)
-		if len(release.Ids) > 0 {
-			if err := q.DeliveryRelease(ctx, release); err != nil {
-				return fmt.Errorf("release deliveries: %w", err)
-			}
-		}
-		if err := w.applyBreaker(ctx, q, changed, batch, applied, &notes); err != nil {
-			return err
-		}
-		for id, reason := range gone {
-			n, err := q.EndpointDisable(ctx, db.EndpointDisableParams{ID: id, Reason: reason, Cause: "gone", Now: w.dbNow()})
-			if err != nil {
-				return fmt.Errorf("disable endpoint: %w", err)
-			}
-			if n > 0 {
-				notes.add(notify.EndpointDisabled, id, "gone", map[string]any{"reason": reason})
-			}
-		}
-		if err := notes.insert(ctx, q, w.dbNow()); err != nil {
-			return err
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return err
-		}
-	}
-	if len(notes.kinds) > 0 {
-		signal(w.outbox)
-	}
-	// Metrics and rate-limit pauses only after commit and only for what
-	// this commit recorded, so neither a retried batch nor a stale result
-	// is counted twice.
-	for i := range batch {
-		o := &batch[i]
-		if o.res.ErrorClass == sender.ClassCanceled {
-			continue
-		}
-		if o.res.RetryAfter > 0 {
-			w.limits.PauseUntil(o.d.EndpointID, o.finished.Add(min(o.res.RetryAfter, backoff.RetryAfterCap)))
-		}
-		if !applied[o.d.ID] {
-			w.log.Warn("result not recorded: the delivery has moved on (another worker took it over with its shard, rescue took a probe's lease, or an earlier try of this batch recorded it)", "delivery_id", o.d.ID)
-			continue
-		}
-		w.metrics.observeOutcome(o)
-	}
-	return nil
-}
-
 // nextState decides what the delivery becomes after attempt attemptNo.
-func (w *Worker) nextState(o *outcome, attemptNo int32, now time.Time) (string, time.Time) {
+func (c *completer) nextState(o *outcome, attemptNo int32, now time.Time) (string, time.Time) {
 	switch o.res.Outcome {
 	case sender.OK:
 		return "delivered", now
 	case sender.Transient:
 		if attemptNo < o.d.MaxAttempts {
-			w.rndMu.Lock()
-			wait := w.backoff.Next(int(attemptNo), o.res.RetryAfter, w.rnd)
-			w.rndMu.Unlock()
+			c.rndMu.Lock()
+			wait := c.backoff.Next(int(attemptNo), o.res.RetryAfter, c.rnd)
+			c.rndMu.Unlock()
 			return "failed", o.finished.Add(wait)
 		}
 	}

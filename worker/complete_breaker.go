@@ -54,7 +54,7 @@ func breakerCandidates(batch []outcome) []int64 {
 // in the state it read is ordered before any concurrent writer of the same
 // rows, so skipping the lock loses nothing. Results whose delivery update
 // was fenced off (stale) do not count.
-func (w *Worker) healthChanges(read []db.EndpointHealthReadRow, batch []outcome, applied map[int64]bool) []int64 {
+func (c *completer) healthChanges(read []db.EndpointHealthReadRow, batch []outcome, applied map[int64]bool) []int64 {
 	if len(read) == 0 {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (w *Worker) healthChanges(read []db.EndpointHealthReadRow, batch []outcome,
 		rows[i] = db.EndpointHealthLockRow(r)
 	}
 	var ids []int64
-	for id, s := range w.foldBreaker(rows, batch, applied) {
+	for id, s := range c.foldBreaker(rows, batch, applied) {
 		if s.changed() {
 			ids = append(ids, id)
 		}
@@ -76,7 +76,7 @@ func (w *Worker) healthChanges(read []db.EndpointHealthReadRow, batch []outcome,
 // endpoints healthChanges found changing, folds the batch's outcomes again
 // into the locked rows (another flush may have changed them since the
 // read) and writes them, with their budgets.
-func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, ids []int64, batch []outcome, applied map[int64]bool, notes *notices) error {
+func (c *completer) applyBreaker(ctx context.Context, q *db.Queries, ids []int64, batch []outcome, applied map[int64]bool, notes *notices) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -84,18 +84,18 @@ func (w *Worker) applyBreaker(ctx context.Context, q *db.Queries, ids []int64, b
 	if err != nil {
 		return fmt.Errorf("lock endpoint health: %w", err)
 	}
-	states := w.foldBreaker(rows, batch, applied)
-	if err := writeBudgets(ctx, q, states, w.dbNow(), notes); err != nil {
+	states := c.foldBreaker(rows, batch, applied)
+	if err := writeBudgets(ctx, q, states, c.dbNow(), notes); err != nil {
 		return err
 	}
-	return writeHealth(ctx, q, states, w.dbNow())
+	return writeHealth(ctx, q, states, c.dbNow())
 }
 
 // foldBreaker applies a batch's outcomes to the given health rows.
-func (w *Worker) foldBreaker(rows []db.EndpointHealthLockRow, batch []outcome, applied map[int64]bool) map[int64]*healthState {
+func (c *completer) foldBreaker(rows []db.EndpointHealthLockRow, batch []outcome, applied map[int64]bool) map[int64]*healthState {
 	states := make(map[int64]*healthState, len(rows))
 	for _, r := range rows {
-		states[r.EndpointID] = newHealthState(w.breaker, r)
+		states[r.EndpointID] = newHealthState(c.breaker, r)
 	}
 	for i := range batch {
 		o := &batch[i]
@@ -112,7 +112,7 @@ func (w *Worker) foldBreaker(rows []db.EndpointHealthLockRow, batch []outcome, a
 		if !countsForBreaker(o) {
 			continue
 		}
-		s.apply(w.breaker, o)
+		s.apply(c.breaker, o)
 		s.applyBudget(o)
 	}
 	return states

@@ -39,7 +39,7 @@ func TestFlushTwoRoundTrips(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	})
 	ctx := context.Background()
-	rows, err := claimer.claim(ctx, 10, nil)
+	rows, err := claimer.claims.claim(ctx, 10, nil)
 	if err != nil || len(rows) != 5 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}
@@ -51,7 +51,7 @@ func TestFlushTwoRoundTrips(t *testing.T) {
 	flush := func(batch []outcome) (statements, batches int64) {
 		t.Helper()
 		s, b := trips.Counts()
-		if err := w.flush(ctx, batch); err != nil {
+		if err := w.complete.flush(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 		s2, b2 := trips.Counts()

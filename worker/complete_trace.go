@@ -14,8 +14,8 @@ import (
 // batch, started at start, as a span linked to the spans of the attempts
 // it records; err is the try's failure, if any. A batch records attempts
 // of many traces, so it is none's child. Nothing with traces off.
-func (w *Worker) traceFlush(start time.Time, try int, batch []outcome, err error) {
-	t := w.cfg.Tracer
+func (c *completer) traceFlush(start time.Time, try int, batch []outcome, err error) {
+	t := c.cfg.Tracer
 	if t == nil {
 		return
 	}

@@ -95,7 +95,7 @@ var decimal = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 // conversion's row lock; within this process deliveries of one conversion
 // also queue on an in-memory lock from here until their result is settled,
 // so they wait for each other's send rather than meet a reservation.
-func (w *Worker) conversionGate(ctx context.Context, d *claimed, r *postback.Rules, now time.Time) (send *convSend, res sender.Result, done bool) {
+func (dp *dispatcher) conversionGate(ctx context.Context, d *claimed, r *postback.Rules, now time.Time) (send *convSend, res sender.Result, done bool) {
 	fields, err := postback.PayloadFields(d.Payload)
 	if err != nil {
 		return nil, failed(now, sender.Permanent, classMissingField, err.Error()), true
@@ -107,34 +107,34 @@ func (w *Worker) conversionGate(ctx context.Context, d *claimed, r *postback.Rul
 	if c.Payout != "" && !decimal.MatchString(c.Payout) {
 		c.Payout = "" // not a number: sent as it is, left out of the sums
 	}
-	unlock, err := w.convLocks.lock(ctx, convRef{d.EndpointID, c.Key})
+	unlock, err := dp.convLocks.lock(ctx, convRef{d.EndpointID, c.Key})
 	if err != nil {
 		return nil, sender.Result{ErrorClass: sender.ClassCanceled, Started: now}, true
 	}
 	s := &convSend{d: d, rules: r, c: c, unlock: unlock}
 	var decision convDecision
 	var reason string
-	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, dp.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		st, err := q.ConversionLock(ctx, db.ConversionLockParams{EndpointID: d.EndpointID, ConversionKey: c.Key, Now: w.dbNow(), KeepDays: int32(r.Days())})
+		st, err := q.ConversionLock(ctx, db.ConversionLockParams{EndpointID: d.EndpointID, ConversionKey: c.Key, Now: dp.dbNow(), KeepDays: int32(r.Days())})
 		if err != nil {
 			return fmt.Errorf("lock conversion: %w", err)
 		}
 		s.partner = st.PartnerID
-		decision, reason = decideConversion(st, d.ID, d.EventID, c.Status, w.now())
+		decision, reason = decideConversion(st, d.ID, d.EventID, c.Status, dp.now())
 		if decision == convFire {
-			until := w.now().Add(time.Duration(d.TimeoutMs)*time.Millisecond + w.cfg.LeaseMargin)
+			until := dp.now().Add(time.Duration(d.TimeoutMs)*time.Millisecond + dp.cfg.LeaseMargin)
 			return q.ConversionReserve(ctx, db.ConversionReserveParams{EndpointID: d.EndpointID, ConversionKey: c.Key,
-				DeliveryID: d.ID, Status: c.Status, SendingUntil: until, EventID: d.EventID, Now: w.dbNow(), KeepDays: int32(r.Days())})
+				DeliveryID: d.ID, Status: c.Status, SendingUntil: until, EventID: d.EventID, Now: dp.dbNow(), KeepDays: int32(r.Days())})
 		}
-		return q.ConversionHistoryInsert(ctx, s.history(convOutcome[decision], reason, w.dbNow()))
+		return q.ConversionHistoryInsert(ctx, s.history(convOutcome[decision], reason, dp.dbNow()))
 	})
 	if err != nil {
 		unlock()
 		if ctx.Err() != nil {
 			return nil, sender.Result{ErrorClass: sender.ClassCanceled, Started: now}, true
 		}
-		w.log.Error("conversion state", "endpoint_id", d.EndpointID, "delivery_id", d.ID, "err", err)
+		dp.log.Error("conversion state", "endpoint_id", d.EndpointID, "delivery_id", d.ID, "err", err)
 		return nil, failed(now, sender.Transient, classConversionState, "conversion state unavailable: "+err.Error()), true
 	}
 	switch decision {
@@ -157,7 +157,7 @@ func (w *Worker) conversionGate(ctx context.Context, d *claimed, r *postback.Rul
 // tried for a while (the send is done; the result is what matters); should
 // it stay away, the reservation lapses at its sending_until and the status
 // counts as not received, so the next event or retry sends it again.
-func (w *Worker) conversionSettle(s *convSend, res sender.Result) {
+func (dp *dispatcher) conversionSettle(s *convSend, res sender.Result) {
 	defer s.unlock()
 	accepted := res.Outcome == sender.OK
 	outcome, reason := "sent", ""
@@ -173,21 +173,21 @@ func (w *Worker) conversionSettle(s *convSend, res sender.Result) {
 	}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, dp.pool, func(tx pgx.Tx) error {
 			q := db.New(tx)
 			if _, err := q.ConversionSettle(ctx, db.ConversionSettleParams{Accepted: accepted, ProducerStatus: s.c.Producer,
-				EventID: s.d.EventID, Payout: payout, Currency: s.c.Currency, KeepDays: int32(s.rules.Days()), Now: w.dbNow(),
+				EventID: s.d.EventID, Payout: payout, Currency: s.c.Currency, KeepDays: int32(s.rules.Days()), Now: dp.dbNow(),
 				EndpointID: s.d.EndpointID, ConversionKey: s.c.Key, DeliveryID: s.d.ID}); err != nil {
 				return err
 			}
-			return q.ConversionHistoryInsert(ctx, s.history(outcome, sender.Truncate(reason, 300), w.dbNow()))
+			return q.ConversionHistoryInsert(ctx, s.history(outcome, sender.Truncate(reason, 300), dp.dbNow()))
 		})
 		cancel()
 		if err == nil {
 			return
 		}
 		if attempt >= 5 || !retryable(err) {
-			w.log.Error("conversion state not recorded; its reservation lapses and the status counts as not received",
+			dp.log.Error("conversion state not recorded; its reservation lapses and the status counts as not received",
 				"endpoint_id", s.d.EndpointID, "delivery_id", s.d.ID, "err", err)
 			return
 		}

@@ -207,11 +207,11 @@ func TestConversionGateRace(t *testing.T) {
 				d := claimed{ID: next.Add(1), EventID: ev, EndpointID: ep, TimeoutMs: 1000,
 					Payload: []byte(`{"transaction_id":"race","status":"` + status + `"}`)}
 				for {
-					s, res, done := w.conversionGate(context.Background(), &d, rules, time.Now())
+					s, res, done := w.dispatch.conversionGate(context.Background(), &d, rules, time.Now())
 					if !done {
 						fired.Add(1)
 						time.Sleep(time.Millisecond) // the send
-						w.conversionSettle(s, sender.Result{Outcome: sender.OK})
+						w.dispatch.conversionSettle(s, sender.Result{Outcome: sender.OK})
 						return
 					}
 					if res.ErrorClass != classConversionBusy {
@@ -267,20 +267,20 @@ func BenchmarkConversionGate(b *testing.B) {
 	b.Run("fire", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			d := delivery(fmt.Sprint("f-", i), "approved")
-			s, _, done := w.conversionGate(ctx, &d, rules, time.Now())
+			s, _, done := w.dispatch.conversionGate(ctx, &d, rules, time.Now())
 			if done {
 				b.Fatal("not fired")
 			}
-			w.conversionSettle(s, sender.Result{Outcome: sender.OK})
+			w.dispatch.conversionSettle(s, sender.Result{Outcome: sender.OK})
 		}
 	})
 	b.Run("suppress", func(b *testing.B) {
 		d := delivery("same", "approved")
-		s, _, _ := w.conversionGate(ctx, &d, rules, time.Now())
-		w.conversionSettle(s, sender.Result{Outcome: sender.OK})
+		s, _, _ := w.dispatch.conversionGate(ctx, &d, rules, time.Now())
+		w.dispatch.conversionSettle(s, sender.Result{Outcome: sender.OK})
 		for b.Loop() {
 			d := delivery("same", "approved")
-			if _, res, done := w.conversionGate(ctx, &d, rules, time.Now()); !done || res.ErrorClass != classSuppressed {
+			if _, res, done := w.dispatch.conversionGate(ctx, &d, rules, time.Now()); !done || res.ErrorClass != classSuppressed {
 				b.Fatal("not suppressed")
 			}
 		}

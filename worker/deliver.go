@@ -67,17 +67,17 @@ func (o *outcome) sent() bool {
 }
 
 // deliver builds the request for one delivery and sends it.
-func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
+func (dp *dispatcher) deliver(ctx context.Context, d claimed) outcome {
 	if d.Kind == kindEmail {
-		return w.deliverEmail(ctx, d)
+		return dp.deliverEmail(ctx, d)
 	}
 	o := outcome{d: d}
-	now := w.now()
-	custom, err := w.customHeaders(d.EndpointID, d.Headers)
+	now := dp.now()
+	custom, err := dp.customHeaders(d.EndpointID, d.Headers)
 	if err != nil {
-		w.log.Error("custom headers unreadable", "endpoint_id", d.EndpointID, "err", err)
+		dp.log.Error("custom headers unreadable", "endpoint_id", d.EndpointID, "err", err)
 		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "stored custom headers cannot be read (corrupt, or sealed under another HOOKLINE_SECRET_KEY)")
-		o.finished = w.now()
+		o.finished = dp.now()
 		return o
 	}
 	ep := request.Endpoint{
@@ -91,21 +91,21 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 	var keys [][]byte
 	if d.Kind == request.KindPostback {
 		ep.MacroStyle, ep.SignatureParam = postback.Style(d.MacroStyle), d.SignatureParam
-		ep.Template, _ = w.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
+		ep.Template, _ = dp.template(d.URL, ep.MacroStyle) // nil when it does not parse: Build says why
 		ep.BodyTemplate, ep.BodyFormat, ep.BodySignature = d.BodyTemplate, d.BodyFormat, d.BodySignature
-		ep.Body = w.body(d.BodyTemplate, d.BodyFormat, ep.MacroStyle) // nil when none or it does not parse: Build says why
-		if ep.Rules, err = w.rules(d.PostbackRules); err != nil {
+		ep.Body = dp.body(d.BodyTemplate, d.BodyFormat, ep.MacroStyle) // nil when none or it does not parse: Build says why
+		if ep.Rules, err = dp.rules(d.PostbackRules); err != nil {
 			o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, err.Error())
-			o.finished = w.now()
+			o.finished = dp.now()
 			return o
 		}
 	}
 	if d.Kind != request.KindPostback || d.SignatureParam != "" || d.BodySignature != "" {
-		keys, err = w.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
+		keys, err = dp.signingKeys(ctx, d.EndpointID, d.SecretVersion, now)
 		if err != nil {
-			w.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
+			dp.log.Error("signing keys unavailable", "endpoint_id", d.EndpointID, "err", err)
 			o.res = failed(now, sender.Transient, classSigning, "signing secret unavailable: "+err.Error())
-			o.finished = w.now()
+			o.finished = dp.now()
 			return o
 		}
 	}
@@ -128,30 +128,30 @@ func (w *Worker) deliver(ctx context.Context, d claimed) outcome {
 				o.res.Outcome = sender.OK
 			}
 		}
-		o.finished = w.now()
+		o.finished = dp.now()
 		return o
 	}
 	var conv *convSend
 	if ep.Rules.Stateful() { // fire_on "change": worker/conversion.go
 		var done bool
-		if conv, o.res, done = w.conversionGate(ctx, &d, ep.Rules, now); done {
-			o.finished = w.now()
+		if conv, o.res, done = dp.conversionGate(ctx, &d, ep.Rules, now); done {
+			o.finished = dp.now()
 			return o
 		}
 	}
 	if d.SendTraceparent {
-		w.traceHeader(ctx, req.Header)
+		dp.traceHeader(ctx, req.Header)
 	}
-	if req.Egress, err = w.egressFor(ctx, d.EndpointID, d.EgressRev); err != nil {
-		w.log.Error("egress settings unavailable", "endpoint_id", d.EndpointID, "err", err)
-		o.finished = w.now()
+	if req.Egress, err = dp.egressFor(ctx, d.EndpointID, d.EgressRev); err != nil {
+		dp.log.Error("egress settings unavailable", "endpoint_id", d.EndpointID, "err", err)
+		o.finished = dp.now()
 		egressFailed(&o, err)
 	} else {
-		o.res = w.senderFor(d.PartnerURL).Send(ctx, req.Request)
-		o.finished = w.now()
+		o.res = dp.senderFor(d.PartnerURL).Send(ctx, req.Request)
+		o.finished = dp.now()
 	}
 	if conv != nil {
-		w.conversionSettle(conv, o.res)
+		dp.conversionSettle(conv, o.res)
 	}
 	return o
 }
@@ -165,16 +165,16 @@ func failed(now time.Time, oc sender.Outcome, class, msg string) sender.Result {
 // entry per endpoint; callers clone the result before adding hookline's own
 // headers, which therefore cannot be overridden (validation also refuses
 // them at save time).
-func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.Header, error) {
+func (dp *dispatcher) customHeaders(endpointID int64, stored json.RawMessage) (http.Header, error) {
 	if len(stored) == 0 || string(stored) == "{}" {
 		return nil, nil
 	}
-	if v, ok := w.headers.Load(endpointID); ok {
+	if v, ok := dp.headers.Load(endpointID); ok {
 		if e := v.(headerEntry); e.stored == string(stored) {
 			return e.header, nil
 		}
 	}
-	m, err := w.box.OpenHeaders(endpointID, stored)
+	m, err := dp.box.OpenHeaders(endpointID, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (w *Worker) customHeaders(endpointID int64, stored json.RawMessage) (http.H
 			h.Set(k, v)
 		}
 	}
-	w.headers.Store(endpointID, headerEntry{stored: string(stored), header: h})
+	dp.headers.Store(endpointID, headerEntry{stored: string(stored), header: h})
 	return h, nil
 }
 
@@ -196,16 +196,16 @@ type headerEntry struct {
 }
 
 // template parses a postback template once per text and style.
-func (w *Worker) template(s string, style postback.Style) (*postback.Template, error) {
+func (dp *dispatcher) template(s string, style postback.Style) (*postback.Template, error) {
 	key := string(style) + " " + s
-	if t, ok := w.tmpls.Load(key); ok {
+	if t, ok := dp.tmpls.Load(key); ok {
 		return t.(*postback.Template), nil
 	}
 	t, err := postback.ParseStyle(s, style)
 	if err != nil {
 		return nil, err
 	}
-	w.tmpls.Store(key, t)
+	dp.tmpls.Store(key, t)
 	return t, nil
 }
 
@@ -230,13 +230,13 @@ type signingKey struct {
 }
 
 // signingKeys returns the keys that sign now, newest first.
-func (w *Worker) signingKeys(ctx context.Context, endpointID, version int64, now time.Time) ([][]byte, error) {
-	w.secrets.mu.Lock()
-	e, ok := w.secrets.m[endpointID]
-	w.secrets.mu.Unlock()
+func (dp *dispatcher) signingKeys(ctx context.Context, endpointID, version int64, now time.Time) ([][]byte, error) {
+	dp.secrets.mu.Lock()
+	e, ok := dp.secrets.m[endpointID]
+	dp.secrets.mu.Unlock()
 	if !ok || e.version != version {
-		v, err, _ := w.secrets.flight.Do(fmt.Sprint(endpointID, "/", version), func() (any, error) {
-			return w.loadSecrets(ctx, endpointID, version, now)
+		v, err, _ := dp.secrets.flight.Do(fmt.Sprint(endpointID, "/", version), func() (any, error) {
+			return dp.loadSecrets(ctx, endpointID, version, now)
 		})
 		if err != nil {
 			return nil, err
@@ -255,14 +255,14 @@ func (w *Worker) signingKeys(ctx context.Context, endpointID, version int64, now
 	return keys, nil
 }
 
-func (w *Worker) loadSecrets(ctx context.Context, endpointID, version int64, now time.Time) (secretEntry, error) {
-	rows, err := w.q.EndpointSecretsForSigning(ctx, db.EndpointSecretsForSigningParams{EndpointID: endpointID, Now: &now})
+func (dp *dispatcher) loadSecrets(ctx context.Context, endpointID, version int64, now time.Time) (secretEntry, error) {
+	rows, err := dp.q.EndpointSecretsForSigning(ctx, db.EndpointSecretsForSigningParams{EndpointID: endpointID, Now: &now})
 	if err != nil {
 		return secretEntry{}, err
 	}
 	e := secretEntry{version: version}
 	for _, r := range rows {
-		plain, err := w.box.Open(endpointID, r.Ciphertext)
+		plain, err := dp.box.Open(endpointID, r.Ciphertext)
 		if err != nil {
 			return secretEntry{}, err
 		}
@@ -272,11 +272,11 @@ func (w *Worker) loadSecrets(ctx context.Context, endpointID, version int64, now
 		}
 		e.keys = append(e.keys, signingKey{key: key, expires: r.ExpiresAt})
 	}
-	w.secrets.mu.Lock()
-	if w.secrets.m == nil {
-		w.secrets.m = map[int64]secretEntry{}
+	dp.secrets.mu.Lock()
+	if dp.secrets.m == nil {
+		dp.secrets.m = map[int64]secretEntry{}
 	}
-	w.secrets.m[endpointID] = e
-	w.secrets.mu.Unlock()
+	dp.secrets.m[endpointID] = e
+	dp.secrets.mu.Unlock()
 	return e, nil
 }

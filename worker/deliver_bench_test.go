@@ -42,7 +42,7 @@ func BenchmarkDeliver(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if o := w.attempt(ctx, d); o.res.Outcome != sender.OK {
+				if o := w.dispatch.attempt(ctx, d); o.res.Outcome != sender.OK {
 					b.Fatalf("outcome %q: %s", o.res.Outcome, o.res.Error)
 				}
 			}
@@ -77,7 +77,7 @@ func benchWorker(b *testing.B, mod func(*Config)) *Worker {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.secrets.m = map[int64]secretEntry{1: {version: 1, keys: []signingKey{{key: bytes.Repeat([]byte{7}, 32)}}}}
+	w.dispatch.secrets.m = map[int64]secretEntry{1: {version: 1, keys: []signingKey{{key: bytes.Repeat([]byte{7}, 32)}}}}
 	return w
 }
 

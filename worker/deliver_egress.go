@@ -25,29 +25,29 @@ type egressEntry struct {
 // delivery; 0 means none, and costs nothing). It is read and built once
 // per revision and shared by every send of this process, so the OAuth2
 // token it carries is fetched once per expiry, not per delivery.
-func (w *Worker) egressFor(ctx context.Context, endpointID, rev int64) (*sender.Egress, error) {
+func (dp *dispatcher) egressFor(ctx context.Context, endpointID, rev int64) (*sender.Egress, error) {
 	if rev == 0 {
 		return nil, nil
 	}
-	if v, ok := w.egress.Load(endpointID); ok {
+	if v, ok := dp.egress.Load(endpointID); ok {
 		if en := v.(egressEntry); en.rev == rev {
 			return en.e, nil
 		}
 	}
-	v, err, _ := w.secrets.flight.Do("egress/"+strconv.FormatInt(endpointID, 10)+"/"+strconv.FormatInt(rev, 10), func() (any, error) {
-		row, err := w.q.EndpointEgressGet(ctx, endpointID)
+	v, err, _ := dp.secrets.flight.Do("egress/"+strconv.FormatInt(endpointID, 10)+"/"+strconv.FormatInt(rev, 10), func() (any, error) {
+		row, err := dp.q.EndpointEgressGet(ctx, endpointID)
 		if db.NoRows(err) {
 			return egressEntry{rev: rev}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read egress settings: %w", err)
 		}
-		e, err := egress.Build(row, rev, w.box, w.now)
+		e, err := egress.Build(row, rev, dp.box, dp.now)
 		if err != nil {
 			return nil, &egressError{err}
 		}
 		en := egressEntry{rev: rev, e: e}
-		w.egress.Store(endpointID, en)
+		dp.egress.Store(endpointID, en)
 		return en, nil
 	})
 	if err != nil {

@@ -25,9 +25,9 @@ const kindEmail = "email"
 // delivered, a 5xx refusal of the message or its recipients is permanent,
 // and everything else (the server down or slow, a wrong password, TLS) is
 // transient and retried with the endpoint's backoff.
-func (w *Worker) deliverEmail(ctx context.Context, d claimed) outcome {
+func (dp *dispatcher) deliverEmail(ctx context.Context, d claimed) outcome {
 	o := outcome{d: d}
-	now := w.now()
+	now := dp.now()
 	to, err := mailtoRecipients(d.URL)
 	var body notify.Email
 	if err == nil {
@@ -35,27 +35,27 @@ func (w *Worker) deliverEmail(ctx context.Context, d claimed) outcome {
 	}
 	if err != nil {
 		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "email delivery: "+err.Error())
-		o.finished = w.now()
+		o.finished = dp.now()
 		return o
 	}
 	var from string
-	if w.cfg.Mail != nil {
-		from = w.cfg.Mail.From
+	if dp.cfg.Mail != nil {
+		from = dp.cfg.Mail.From
 	}
 	msg, err := hmail.Message{From: from, To: to, Subject: body.Subject, Text: body.Text, HTML: body.HTML,
 		Date: now, MessageID: d.EventID.String() + "@" + messageIDDomain(from)}.Bytes()
 	if err != nil {
 		o.res = failed(now, sender.Permanent, sender.ClassInvalidRequest, "email delivery: "+err.Error())
-		o.finished = w.now()
+		o.finished = dp.now()
 		return o
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	sctx, cancel := context.WithTimeout(ctx, max(timeout, 10*time.Second))
 	defer cancel()
 	start := time.Now()
-	r := hmail.Send(sctx, w.cfg.Mail, to, msg)
+	r := hmail.Send(sctx, dp.cfg.Mail, to, msg)
 	o.res = sender.Result{Outcome: sender.OK, Started: now, Duration: time.Since(start), TLSVersion: r.TLSVersion,
-		RemoteAddr: mailAddr(w.cfg.Mail)}
+		RemoteAddr: mailAddr(dp.cfg.Mail)}
 	switch {
 	case r.Err == nil:
 		o.res.Excerpt = fmt.Sprintf("%d message accepted for %d recipient(s)", r.Code, len(to))
@@ -71,7 +71,7 @@ func (w *Worker) deliverEmail(ctx context.Context, d claimed) outcome {
 	if ctx.Err() != nil && r.Err != nil {
 		o.res.Outcome, o.res.ErrorClass = sender.Transient, sender.ClassCanceled
 	}
-	o.finished = w.now()
+	o.finished = dp.now()
 	return o
 }
 

@@ -19,10 +19,10 @@ import (
 // traces off carries none, and its attempts start traces of their own.
 // With traces off this is deliver and nothing else: no allocation, no
 // clock read.
-func (w *Worker) attempt(ctx context.Context, d claimed) outcome {
-	t := w.cfg.Tracer
+func (dp *dispatcher) attempt(ctx context.Context, d claimed) outcome {
+	t := dp.cfg.Tracer
 	if t == nil {
-		return w.deliver(ctx, d)
+		return dp.deliver(ctx, d)
 	}
 	if parent := tracing.Resumed(d.TraceContext); parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
@@ -31,7 +31,7 @@ func (w *Worker) attempt(ctx context.Context, d claimed) outcome {
 		tracing.EventID.String(d.EventID.String()), tracing.EventType.String(d.EventType),
 		tracing.DeliveryID.Int64(d.ID), tracing.EndpointID.Int64(d.EndpointID), tracing.PartnerID.Int64(d.PartnerID),
 		tracing.Attempt.Int(int(d.AttemptCount)+1), tracing.HTTPMethod.String(d.Method)))
-	o := w.deliver(ctx, d)
+	o := dp.deliver(ctx, d)
 	if span.IsRecording() {
 		r := &o.res
 		span.SetAttributes(tracing.Outcome.String(string(r.Outcome)),
@@ -53,38 +53,8 @@ func (w *Worker) attempt(ctx context.Context, d claimed) outcome {
 // (send_traceparent) the traceparent of the attempt's span, so the
 // receiver's own trace joins the event's. With traces off there is no
 // span, and no header.
-func (w *Worker) traceHeader(ctx context.Context, h http.Header) {
-	if w.cfg.Tracer != nil {
+func (dp *dispatcher) traceHeader(ctx context.Context, h http.Header) {
+	if dp.cfg.Tracer != nil {
 		tracing.Inject(ctx, h)
 	}
-}
-
-// traceClaim records one claim (started at start, with room for asked
-// rows, everywhere or at named endpoints) as a span linked to the traces
-// of the events it claimed: a claim serves many traces, so it is none's
-// child.
-func (w *Worker) traceClaim(start time.Time, asked int, everywhere bool, rows []claimed, err error) {
-	t := w.cfg.Tracer
-	if t == nil {
-		return
-	}
-	_, span := t.Start(context.Background(), tracing.SpanClaim, trace.WithTimestamp(start), trace.WithAttributes(
-		tracing.Asked.Int(asked), tracing.Deliveries.Int(len(rows)), tracing.Everywhere.Bool(everywhere)))
-	if span.IsRecording() {
-		links := 0
-		for i := range rows {
-			if links == tracing.MaxLinks {
-				break
-			}
-			if sc := tracing.Resumed(rows[i].TraceContext); sc.IsValid() {
-				span.AddLink(trace.Link{SpanContext: sc})
-				links++
-			}
-		}
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "claim failed")
-		}
-	}
-	span.End()
 }

@@ -378,13 +378,13 @@ func (e *env) claimsNothing(what string, workers ...*Worker) {
 	rows := make([]int64, len(workers))
 	passes := make([]int64, len(workers))
 	for i, w := range workers {
-		rows[i], passes[i] = w.claimedRows.Load(), w.claimPasses.Load()
+		rows[i], passes[i] = w.claims.claimedRows.Load(), w.claims.claimPasses.Load()
 	}
 	for i, w := range workers {
-		e.waitFor(what+": two claim passes", func() bool { return w.claimPasses.Load() >= passes[i]+2 })
+		e.waitFor(what+": two claim passes", func() bool { return w.claims.claimPasses.Load() >= passes[i]+2 })
 	}
 	for i, w := range workers {
-		if n := w.claimedRows.Load() - rows[i]; n != 0 {
+		if n := w.claims.claimedRows.Load() - rows[i]; n != 0 {
 			e.t.Fatalf("%s: a worker claimed %d deliveries", what, n)
 		}
 	}
@@ -396,7 +396,7 @@ func (e *env) claimsNothing(what string, workers ...*Worker) {
 func (e *env) sole(w *Worker) (kill func()) {
 	e.t.Helper()
 	kill = e.alive(w)
-	e.waitFor("the worker's shards", func() bool { return w.own.claimable().count() == shardCount })
+	e.waitFor("the worker's shards", func() bool { return w.live.own.claimable().count() == shardCount })
 	return kill
 }
 
@@ -420,10 +420,10 @@ func (e *env) owning(workers ...*Worker) {
 			others := make([]string, 0, len(workers)-1)
 			for j, o := range workers {
 				if j != i {
-					others = append(others, o.id)
+					others = append(others, o.cfg.WorkerID)
 				}
 			}
-			if w.own.claimable() != assignShards(w.id, others) {
+			if w.live.own.claimable() != assignShards(w.cfg.WorkerID, others) {
 				return false
 			}
 		}
@@ -488,7 +488,7 @@ func (e *env) health(endpointID int64) db.EndpointHealth {
 func ssrfDefault() *ssrf.Guard { return ssrf.New(nil) }
 
 func dbClaimProbes(w *Worker) db.DeliveryClaimProbesParams {
-	return db.DeliveryClaimProbesParams{Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.id}
+	return db.DeliveryClaimProbesParams{Now: w.dbNow(), LeaseMarginMs: int32(w.cfg.LeaseMargin / time.Millisecond), WorkerID: w.cfg.WorkerID}
 }
 
 // rotate gives an endpoint a new secret, the others expiring after overlap

@@ -62,7 +62,7 @@ func TestRateLimitHeldByTheOwner(t *testing.T) {
 	if got := rcv.count.Load(); got != 8 {
 		t.Fatalf("%d sends across two replicas with the clock frozen, want the one burst of 8", got)
 	}
-	if na, nb := a.claimedRows.Load(), b.claimedRows.Load(); na != 0 && nb != 0 {
+	if na, nb := a.claims.claimedRows.Load(), b.claims.claimedRows.Load(); na != 0 && nb != 0 {
 		t.Fatalf("both replicas sent to one endpoint (%d and %d deliveries)", na, nb)
 	}
 }
@@ -129,7 +129,7 @@ func TestSlowEndpointFlaggedBeforeFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := newHealthState(w.breaker, rows[0]).threshold; got != 5 {
+	if got := newHealthState(w.complete.breaker, rows[0]).threshold; got != 5 {
 		t.Fatalf("effective threshold %d with a recent P95 over 5 s, want 5 (10 halved)", got)
 	}
 }

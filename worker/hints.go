@@ -1,9 +1,13 @@
 package worker
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // maxHinted bounds the endpoints one targeted claim looks at; past it the
@@ -98,10 +102,53 @@ func parseEndpointList(payload string) (ids []int64, ok bool) {
 	return ids, true
 }
 
+// listen wakes the claim loop on NOTIFY hookline_deliveries (sent by ingest
+// and replay on commit). It holds its own connection, reconnecting after
+// failures; polling covers any gap.
+func (c *claimer) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("notification listener stopped; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *claimer) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, c.cfg.SessionPool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN hookline_deliveries"); err != nil {
+		return err
+	}
+	// Notifications sent while no LISTEN was in place are lost.
+	c.wakeEverywhere()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if ids, ok := parseEndpointList(n.Payload); ok {
+			c.hints.add(ids...)
+		} else {
+			c.hints.all()
+		}
+		signal(c.wake)
+	}
+}
+
 // wakeEverywhere makes the claim loop look at every endpoint now.
-func (w *Worker) wakeEverywhere() {
-	w.hints.all()
-	signal(w.wake)
+func (c *claimer) wakeEverywhere() {
+	c.hints.all()
+	signal(c.wake)
 }
 
 // In-process wake-ups. When the web server and the worker share a process
@@ -122,7 +169,7 @@ func (w *Worker) wakeEverywhere() {
 // ClaimsEverything reports whether this worker may claim from every shard
 // now: it holds every shard's lock, gives none up, and no worker of the
 // older claim protocol is alive. It reads an atomic and never waits.
-func (w *Worker) ClaimsEverything() bool { return w.own.everything.Load() }
+func (w *Worker) ClaimsEverything() bool { return w.live.own.everything.Load() }
 
 // WakeFor makes the claim loop look at these endpoints now: deliveries to
 // them were just committed.
@@ -130,6 +177,11 @@ func (w *Worker) WakeFor(endpointIDs ...int64) {
 	if len(endpointIDs) == 0 {
 		return
 	}
-	w.hints.add(endpointIDs...)
-	signal(w.wake)
+	w.claims.wakeFor(endpointIDs...)
+}
+
+// wakeFor makes the claim loop look at these endpoints now.
+func (c *claimer) wakeFor(endpointIDs ...int64) {
+	c.hints.add(endpointIDs...)
+	signal(c.wake)
 }

@@ -54,7 +54,7 @@ type livenessConfig struct {
 	// is of that shard.
 	Held *holdings
 	// Rescue makes the leased deliveries of dead workers due again
-	// (Worker.rescue); WakeClaims tells the claim loop to look everywhere.
+	// (maintainer.rescue); WakeClaims tells the claim loop to look everywhere.
 	Rescue     func(ctx context.Context, deadWorkers ...string) (int, error)
 	WakeClaims func()
 	Logger     *slog.Logger

@@ -27,7 +27,7 @@ func (e *env) alive(w *Worker) (kill func()) {
 		e.t.Fatal("liveness lock not held within 10 s")
 	}
 	e.waitFor("the worker's heartbeat", func() bool {
-		return e.count("SELECT count(*) FROM worker_heartbeats WHERE worker_id = $1", w.id) == 1
+		return e.count("SELECT count(*) FROM worker_heartbeats WHERE worker_id = $1", w.cfg.WorkerID) == 1
 	})
 	var once sync.Once
 	kill = func() {
@@ -80,7 +80,7 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 
 	survivor := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
 	e.alive(survivor)
-	if found, err := survivor.q.WorkerFindDead(ctx, survivor.id); err != nil || len(found) != 0 {
+	if found, err := survivor.q.WorkerFindDead(ctx, survivor.cfg.WorkerID); err != nil || len(found) != 0 {
 		t.Fatalf("while everyone is alive, found dead: %v (%v)", found, err)
 	}
 
@@ -100,7 +100,7 @@ func TestDeadWorkerRescuedBeforeItsLeaseExpires(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM worker_heartbeats WHERE worker_id = 'dead'"); n != 0 {
 		t.Fatal("the dead worker's heartbeat was kept: it would still count as a replica")
 	}
-	found, err := survivor.q.WorkerFindDead(ctx, survivor.id)
+	found, err := survivor.q.WorkerFindDead(ctx, survivor.cfg.WorkerID)
 	if err != nil || slices.Contains(found, "slow") {
 		t.Fatalf("the slow worker was found dead: %v (%v)", found, err)
 	}

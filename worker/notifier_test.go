@@ -143,7 +143,7 @@ func TestBreakerTransitionsQueueNotifications(t *testing.T) {
 		t.Fatalf("%d breaker.opened rows, want 1", n)
 	}
 	clk.Advance(301 * time.Second)
-	w.probe(ctx, ctx)
+	w.claims.probe(ctx)
 	e.waitFor("failed probe recorded", func() bool {
 		return rcv.count.Load() == 4 && e.health(epID).State == "open" && e.health(epID).ProbeDeliveryID == nil
 	})
@@ -152,7 +152,7 @@ func TestBreakerTransitionsQueueNotifications(t *testing.T) {
 	}
 	rcv.setHandler(respond(200))
 	clk.Advance(601 * time.Second)
-	w.probe(ctx, ctx)
+	w.claims.probe(ctx)
 	e.waitFor("closed", func() bool { return e.health(epID).State == "closed" })
 	if n := rows("breaker.closed"); n != 1 {
 		t.Fatalf("%d breaker.closed rows, want 1", n)

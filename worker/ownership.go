@@ -27,7 +27,7 @@ import (
 //     same delivery; a delivery can reach its partner twice only if its
 //     worker died (or lost its session) with it in flight;
 //   - the owner knows exactly what is in flight for each of its endpoints
-//     (Worker.held), so max_in_flight, the rate limit and the breaker's one
+//     (claimer.held), so max_in_flight, the rate limit and the breaker's one
 //     probe hold across replicas without counting rows or splitting rates;
 //   - a dead worker's shards are free the instant PostgreSQL sees its
 //     session end, and the survivors take them at their next reconcile

@@ -95,12 +95,12 @@ func (e *env) shardHolder(shard int) int {
 
 // sessionPID is the backend pid of w's liveness session (0 without one).
 func (w *Worker) sessionPID() int {
-	w.own.mu.Lock()
-	defer w.own.mu.Unlock()
-	if w.own.conn == nil {
+	w.live.own.mu.Lock()
+	defer w.live.own.mu.Unlock()
+	if w.live.own.conn == nil {
 		return 0
 	}
-	return int(w.own.conn.PgConn().PID())
+	return int(w.live.own.conn.PgConn().PID())
 }
 
 // TestShardsMoveWhenAWorkerDies: three live workers divide the shards,
@@ -126,13 +126,13 @@ func TestShardsMoveWhenAWorkerDies(t *testing.T) {
 			t.Fatalf("shard %d held by %d sessions", s, n)
 		}
 	}
-	aBefore, cBefore := a.own.claimable(), c.own.claimable()
+	aBefore, cBefore := a.live.own.claimable(), c.live.own.claimable()
 	start := time.Now()
 	killB()
 	e.owning(a, c)
 	t.Logf("the dead worker's shards moved %s after its session ended", time.Since(start).Round(time.Millisecond))
 	for s := range shardCount {
-		if (aBefore[s] && !a.own.claimable()[s]) || (cBefore[s] && !c.own.claimable()[s]) {
+		if (aBefore[s] && !a.live.own.claimable()[s]) || (cBefore[s] && !c.live.own.claimable()[s]) {
 			t.Fatalf("shard %d left a live worker when another died", s)
 		}
 	}
@@ -230,9 +230,9 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 
 	b := e.worker(func(c *Config) { c.WorkerID = "b" })
 	e.run(b)
-	e.waitFor("a to stop claiming the moving endpoint's shard", func() bool { return !a.own.claimable()[shardOf(moving)] })
+	e.waitFor("a to stop claiming the moving endpoint's shard", func() bool { return !a.live.own.claimable()[shardOf(moving)] })
 	// a still holds the lock (its sends are out), so b cannot have it.
-	if pid, holder := a.sessionPID(), e.shardHolder(shardOf(moving)); holder != pid || b.own.claimable()[shardOf(moving)] {
+	if pid, holder := a.sessionPID(), e.shardHolder(shardOf(moving)); holder != pid || b.live.own.claimable()[shardOf(moving)] {
 		t.Fatalf("the moving shard's lock is held by session %d (a's is %d) while a's sends to it are in flight", holder, pid)
 	}
 	e.waitFor("the staying endpoint delivered", func() bool {
@@ -240,11 +240,11 @@ func TestShardGivenUpOnlyWhenDrained(t *testing.T) {
 	})
 	rcv.open()
 	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 20 })
-	if !b.own.claimable()[shardOf(moving)] {
+	if !b.live.own.claimable()[shardOf(moving)] {
 		t.Fatal("the moving shard did not reach b")
 	}
 	rcv.eachOnce(t, 20)
-	if b.claimedRows.Load() == 0 {
+	if b.claims.claimedRows.Load() == 0 {
 		t.Fatal("b claimed nothing: the handover did not happen while deliveries were due")
 	}
 }
@@ -274,10 +274,10 @@ func TestSessionLostAndRetaken(t *testing.T) {
 	}
 	e.waitFor("a new session owning every shard", func() bool {
 		pid := w.sessionPID()
-		return pid != 0 && pid != old && w.own.claimable().count() == shardCount
+		return pid != 0 && pid != old && w.live.own.claimable().count() == shardCount
 	})
-	passes := w.claimPasses.Load()
-	e.waitFor("two claim passes on the new session", func() bool { return w.claimPasses.Load() >= passes+2 })
+	passes := w.claims.claimPasses.Load()
+	e.waitFor("two claim passes on the new session", func() bool { return w.claims.claimPasses.Load() >= passes+2 })
 	rcv.open()
 	e.waitFor("every delivery", func() bool { return e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 400 })
 	rcv.eachOnce(t, 400)
@@ -310,14 +310,14 @@ func TestNoClaimsWhileAnOlderWorkerRuns(t *testing.T) {
 	w := e.worker(nil)
 	e.run(w)
 	e.waitFor("the older worker seen", func() bool {
-		w.own.mu.Lock()
-		defer w.own.mu.Unlock()
-		return w.own.older && w.own.held.count() == shardCount // it takes the shard locks all the same
+		w.live.own.mu.Lock()
+		defer w.live.own.mu.Unlock()
+		return w.live.own.older && w.live.own.held.count() == shardCount // it takes the shard locks all the same
 	})
-	if _, err := w.claim(ctx, 10, nil); err != errNoShards {
+	if _, err := w.claims.claim(ctx, 10, nil); err != errNoShards {
 		t.Fatalf("claim beside an older worker: %v, want errNoShards", err)
 	}
-	if n := w.claimedRows.Load(); n != 0 || rcv.count.Load() != 0 {
+	if n := w.claims.claimedRows.Load(); n != 0 || rcv.count.Load() != 0 {
 		t.Fatalf("claimed %d deliveries beside an older worker", n)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", oldKey); err != nil {
@@ -377,7 +377,7 @@ func TestHungWorkerLosesItsShards(t *testing.T) {
 	// between w and the fresh one; w takes its part of them.
 	mine := assignShards("w", []string{"fresh"})
 	e.waitFor("w's part of the hung worker's shards", func() bool {
-		owned := w.own.claimable()
+		owned := w.live.own.claimable()
 		for _, s := range even {
 			if mine[s] && !owned[s] {
 				return false
@@ -392,7 +392,7 @@ func TestHungWorkerLosesItsShards(t *testing.T) {
 		t.Fatal("the session of a worker with a fresh heartbeat was ended")
 	}
 	for _, s := range odd {
-		if w.own.claimable()[s] {
+		if w.live.own.claimable()[s] {
 			t.Fatalf("shard %d taken from a worker whose heartbeat is fresh", s)
 		}
 	}

@@ -175,10 +175,10 @@ func TestPartitionDDLWaitsOutALongReader(t *testing.T) {
 	}()
 	defer func() { <-done }()
 	start := time.Now()
-	if _, err := w.house.makeEventPartitions(ctx, w.now()); err != nil {
+	if _, err := w.house.makeEventPartitions(ctx, w.cfg.Now()); err != nil {
 		t.Fatalf("partitions behind a reader of a second: %v", err)
 	}
-	if p, err := w.house.eventPartitionAt(ctx, w.now()); err != nil || p == "" {
+	if p, err := w.house.eventPartitionAt(ctx, w.cfg.Now()); err != nil || p == "" {
 		t.Fatalf("no partition for now: %q, %v", p, err)
 	}
 	if waited := time.Since(start); waited < time.Second {

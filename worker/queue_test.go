@@ -79,7 +79,7 @@ func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 	clk := newClock()
 	dead := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "crashed" })
 	kill := e.sole(dead)
-	rows, err := dead.claim(context.Background(), 100, nil)
+	rows, err := dead.claims.claim(context.Background(), 100, nil)
 	if err != nil || len(rows) != 30 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}
@@ -87,7 +87,7 @@ func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 		t.Fatalf("a claim wrote to the table: %d of 30 deliveries still as queued", n)
 	}
 	kill()
-	if _, err := dead.claim(context.Background(), 100, nil); err == nil {
+	if _, err := dead.claims.claim(context.Background(), 100, nil); err == nil {
 		t.Fatal("a worker without its session claimed")
 	}
 	live := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
@@ -105,7 +105,7 @@ func TestCrashedWorkersClaimsGoToTheSurvivor(t *testing.T) {
 		dead.results <- outcome{d: rows[i], finished: clk.Now(), res: sender.Result{Outcome: sender.Transient, StatusCode: 503, Started: clk.Now()}}
 	}
 	close(dead.results)
-	dead.completer()
+	dead.complete.Run()
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status <> 'delivered'"); n != 0 {
 		t.Fatalf("stale results changed %d deliveries", n)
 	}
@@ -131,11 +131,11 @@ func TestRescueOfLeasedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := e.worker(func(c *Config) { c.Now = clk.Now; c.WorkerID = "survivor" })
-	if n, err := live.rescue(context.Background()); err != nil || n != 0 {
+	if n, err := live.maint.rescue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("rescued %d before the lease expired (%v)", n, err)
 	}
 	clk.Advance(32 * time.Second)
-	if n, err := live.rescue(context.Background()); err != nil || n != 30 {
+	if n, err := live.maint.rescue(context.Background()); err != nil || n != 30 {
 		t.Fatalf("rescued %d, want 30 (%v)", n, err)
 	}
 	if n := e.count("SELECT count(*) FROM delivery_attempts WHERE error_class = 'lease_expired' AND attempt_no = 1"); n != 30 {
@@ -229,22 +229,23 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 	e.events(3, "order.created", `{}`)
 	w := e.worker(nil)
 	e.sole(w)
-	rows, err := w.claim(context.Background(), 10, nil)
+	rows, err := w.claims.claim(context.Background(), 10, nil)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
-	w.queue <- queued{d: rows[0], at: time.Now().Add(-w.cfg.LeaseMargin)} // waited too long
-	w.queue <- queued{d: rows[1], at: time.Now()}                         // fresh: sent
-	close(w.queue)
-	w.sendLoop(context.Background(), context.Background())
-	w.queue = make(chan queued, 1)
-	w.queue <- queued{d: rows[2], at: time.Now()} // claiming has stopped
-	close(w.queue)
-	w.sendLoop(stopped, context.Background())
+	w.claims.queue <- queued{d: rows[0], at: time.Now().Add(-w.cfg.LeaseMargin)} // waited too long
+	w.claims.queue <- queued{d: rows[1], at: time.Now()}                         // fresh: sent
+	close(w.claims.queue)
+	w.dispatch.sendLoop(context.Background(), context.Background())
+	queue := make(chan queued, 1)
+	w.dispatch.queue = queue
+	queue <- queued{d: rows[2], at: time.Now()} // claiming has stopped
+	close(queue)
+	w.dispatch.sendLoop(stopped, context.Background())
 	close(w.results)
-	w.completer()
+	w.complete.Run()
 
 	if n := rcv.count.Load(); n != 1 {
 		t.Fatalf("receiver got %d requests, want 1", n)
@@ -262,7 +263,7 @@ func TestQueuedTooLongGoesBackUnsent(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM deliveries WHERE status = 'delivered'"); n != 1 {
 		t.Fatalf("delivered = %d, want 1", n)
 	}
-	if n, _ := w.held.counts(); n != 0 {
+	if n, _ := w.claims.held.counts(); n != 0 {
 		t.Fatalf("%d deliveries still held: the claim would skip them", n)
 	}
 }
@@ -283,7 +284,7 @@ func TestUnstorableResultIsSentAgainLater(t *testing.T) {
 	w := e.worker(func(c *Config) { c.LeaseMargin = 300 * time.Millisecond })
 	e.sole(w)
 	ctx := context.Background()
-	rows, err := w.claim(ctx, 10, nil)
+	rows, err := w.claims.claim(ctx, 10, nil)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
 	}
@@ -297,15 +298,15 @@ func TestUnstorableResultIsSentAgainLater(t *testing.T) {
 		w.results <- batch[i]
 	}
 	close(w.results)
-	w.completer()
+	w.complete.Run()
 	if n := e.count("SELECT count(*) FROM deliveries WHERE attempt_count = 1"); n != 2 {
 		t.Fatalf("%d results recorded, want the 2 storable ones", n)
 	}
-	if again, err := w.claim(ctx, 10, nil); err != nil || len(again) != 0 {
+	if again, err := w.claims.claim(ctx, 10, nil); err != nil || len(again) != 0 {
 		t.Fatalf("the refused delivery was claimed again at once: %d rows, %v", len(again), err)
 	}
 	e.waitFor("the refused delivery claimable again", func() bool {
-		again, err := w.claim(ctx, 10, nil)
+		again, err := w.claims.claim(ctx, 10, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

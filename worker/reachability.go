@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookline/hookline/db"
@@ -46,11 +49,65 @@ const (
 // ReachEvery ± 20 %.
 const reachJitter = 0.2
 
-// reachStats counts what the checks did, for tests to wait on (as
-// claimPasses): rounds completed, and checks made.
-type reachStats struct {
+// reacherConfig wires the reachability checks.
+type reacherConfig struct {
+	// Pool reads the open breakers and starts the probes.
+	Pool *pgxpool.Pool
+	// Own is the shards this worker owns: it checks their endpoints only.
+	Own     *ownership
+	Breaker breaker.Policy
+	// Every and InFlight are Config.ReachEvery and Config.ReachInFlight
+	// (zero: the defaults; Every negative: no checks).
+	Every    time.Duration
+	InFlight int
+	// Egress and SenderFor are the dispatcher's: the check dials as the
+	// endpoint's deliveries would, through the same guard, and an egress
+	// proxy rules it out.
+	Egress    func(ctx context.Context, endpointID, rev int64) (*sender.Egress, error)
+	SenderFor func(partnerURL bool) *sender.Sender
+	Logger    *slog.Logger
+	Now       func() time.Time
+	DBNow     func() *time.Time
+	Metrics   *Metrics
+}
+
+func (c reacherConfig) validate() error {
+	switch {
+	case c.Pool == nil, c.Own == nil:
+		return errors.New("reacher: Pool and Own are required")
+	case c.Egress == nil, c.SenderFor == nil:
+		return errors.New("reacher: Egress and SenderFor are required")
+	case c.Logger == nil:
+		return errors.New("reacher: Logger is required")
+	case c.Now == nil, c.DBNow == nil:
+		return errors.New("reacher: Now and DBNow are required")
+	}
+	return nil
+}
+
+// reacher runs the reachability checks of the open breakers of the
+// endpoints this worker owns.
+type reacher struct {
+	cfg reacherConfig
+	q   *db.Queries
+	log *slog.Logger
+	// rounds and checks count what the checks did, for tests to wait on
+	// (as the claimer's claimPasses): rounds completed, checks made.
 	rounds atomic.Int64
 	checks atomic.Int64
+}
+
+func newReacher(cfg reacherConfig) (*reacher, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Every == 0 {
+		cfg.Every = DefaultReachEvery
+	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = DefaultReachInFlight
+	}
+	return &reacher{cfg: cfg, q: db.New(cfg.Pool), log: cfg.Logger}, nil
 }
 
 // reachTarget is one endpoint to check in a round.
@@ -63,19 +120,12 @@ type reachTarget struct {
 	timeout    time.Duration
 }
 
-// reachLoop runs the checks' rounds until ctx ends. Rounds never overlap:
-// an endpoint is checked at most once a round.
-func (w *Worker) reachLoop(ctx context.Context) {
-	every := w.cfg.ReachEvery
+// Run runs the checks' rounds until ctx ends. Rounds never overlap: an
+// endpoint is checked at most once a round.
+func (r *reacher) Run(ctx context.Context) {
+	every := r.cfg.Every
 	if every < 0 {
 		return // checks off: probes follow the cooldown alone
-	}
-	if every == 0 {
-		every = DefaultReachEvery
-	}
-	inFlight := w.cfg.ReachInFlight
-	if inFlight <= 0 {
-		inFlight = DefaultReachInFlight
 	}
 	timer := time.NewTimer(jittered(every))
 	defer timer.Stop()
@@ -86,10 +136,10 @@ func (w *Worker) reachLoop(ctx context.Context) {
 		case <-timer.C:
 		}
 		start := time.Now()
-		if err := w.reachRound(ctx, every, inFlight); err != nil && ctx.Err() == nil {
-			w.log.Warn("breaker reachability checks", "err", err)
+		if err := r.round(ctx, every, r.cfg.InFlight); err != nil && ctx.Err() == nil {
+			r.log.Warn("breaker reachability checks", "err", err)
 		}
-		w.reach.rounds.Add(1)
+		r.rounds.Add(1)
 		// The next round starts one interval after this one started, and
 		// never sooner than a tenth of it after this one ended.
 		timer.Reset(max(jittered(every)-time.Since(start), every/10))
@@ -100,19 +150,19 @@ func jittered(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - reachJitter + 2*reachJitter*rand.Float64()))
 }
 
-// reachRound checks the endpoints of this worker's shards that
+// round checks the endpoints of this worker's shards that
 // breaker.Policy.ReachCheckDue selects, spread over one interval with at
 // most inFlight checks at once.
-func (w *Worker) reachRound(ctx context.Context, every time.Duration, inFlight int) error {
-	owned := w.own.claimable()
+func (r *reacher) round(ctx context.Context, every time.Duration, inFlight int) error {
+	owned := r.cfg.Own.claimable()
 	if owned.count() == 0 {
 		return nil
 	}
-	rows, err := w.q.EndpointReachCandidates(ctx, owned[:])
+	rows, err := r.q.EndpointReachCandidates(ctx, owned[:])
 	if err != nil {
 		return err
 	}
-	targets := w.reachTargets(ctx, rows, every)
+	targets := r.targets(ctx, rows, every)
 	if len(targets) == 0 {
 		return nil
 	}
@@ -134,69 +184,69 @@ func (w *Worker) reachRound(ctx context.Context, every time.Duration, inFlight i
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			w.reachCheck(ctx, t)
+			r.check(ctx, t)
 		})
 	}
 	return nil
 }
 
-// reachTargets are the rows whose breaker the policy says to check now,
+// targets are the rows whose breaker the policy says to check now,
 // with how to dial each: the sender its deliveries go out through (so the
 // same guard judges the address) and its egress settings (a proxy rules
 // the check out).
-func (w *Worker) reachTargets(ctx context.Context, rows []db.EndpointReachCandidatesRow, every time.Duration) []reachTarget {
-	now := w.now()
+func (r *reacher) targets(ctx context.Context, rows []db.EndpointReachCandidatesRow, every time.Duration) []reachTarget {
+	now := r.cfg.Now()
 	var out []reachTarget
-	for _, r := range rows {
-		transport := r.LastErrorClass != nil && r.LastError != nil && sender.TransportFailure(*r.LastErrorClass, *r.LastError)
-		if !transport || r.OpenedAt == nil {
+	for _, row := range rows {
+		transport := row.LastErrorClass != nil && row.LastError != nil && sender.TransportFailure(*row.LastErrorClass, *row.LastError)
+		if !transport || row.OpenedAt == nil {
 			continue // the cooldown's schedule; nothing to read further
 		}
-		eg, err := w.egressFor(ctx, r.EndpointID, r.EgressRev)
+		eg, err := r.cfg.Egress(ctx, row.EndpointID, row.EgressRev)
 		if err != nil {
 			continue // its probe will say why, at the cooldown's end
 		}
-		send := w.senderFor(r.PartnerURL)
-		h := breaker.Stored(r.State, r.ConsecutiveFailures, r.OpenedAt, r.CooldownSeconds, r.Paused)
-		if !w.breaker.ReachCheckDue(h, transport, send.Direct(eg), now) {
+		send := r.cfg.SenderFor(row.PartnerURL)
+		h := breaker.Stored(row.State, row.ConsecutiveFailures, row.OpenedAt, row.CooldownSeconds, row.Paused)
+		if !r.cfg.Breaker.ReachCheckDue(h, transport, send.Direct(eg), now) {
 			continue
 		}
 		timeout := every
-		if t := time.Duration(r.TimeoutMs) * time.Millisecond; t > 0 && t < timeout {
+		if t := time.Duration(row.TimeoutMs) * time.Millisecond; t > 0 && t < timeout {
 			timeout = t
 		}
-		out = append(out, reachTarget{endpointID: r.EndpointID, openedAt: *r.OpenedAt, url: r.URL,
+		out = append(out, reachTarget{endpointID: row.EndpointID, openedAt: *row.OpenedAt, url: row.URL,
 			egress: eg, send: send, timeout: timeout})
 	}
 	return out
 }
 
-// reachCheck dials one partner; when it accepts, the breaker's probe is
+// check dials one partner; when it accepts, the breaker's probe is
 // started now (if no replica and no other path started it since the
 // breaker was read).
-func (w *Worker) reachCheck(ctx context.Context, t reachTarget) {
+func (r *reacher) check(ctx context.Context, t reachTarget) {
 	err := t.send.Reachable(ctx, t.url, t.egress, t.timeout)
 	if ctx.Err() != nil {
 		return
 	}
-	w.reach.checks.Add(1)
-	w.metrics.observeReach(err == nil)
+	r.checks.Add(1)
+	r.cfg.Metrics.observeReach(err == nil)
 	if err != nil {
-		w.log.Debug("breaker reachability check: no connection yet", "endpoint_id", t.endpointID, "err", err)
+		r.log.Debug("breaker reachability check: no connection yet", "endpoint_id", t.endpointID, "err", err)
 		return
 	}
-	w.log.Debug("breaker reachability check: the partner accepts connections", "endpoint_id", t.endpointID)
-	started, err := w.q.EndpointHealthStartProbes(ctx, db.EndpointHealthStartProbesParams{
-		Now: w.dbNow(), EndpointIds: []int64{t.endpointID}, OpenedAts: []time.Time{t.openedAt},
+	r.log.Debug("breaker reachability check: the partner accepts connections", "endpoint_id", t.endpointID)
+	started, err := r.q.EndpointHealthStartProbes(ctx, db.EndpointHealthStartProbesParams{
+		Now: r.cfg.DBNow(), EndpointIds: []int64{t.endpointID}, OpenedAts: []time.Time{t.openedAt},
 	})
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			w.log.Warn("start breaker probe after reachability check", "endpoint_id", t.endpointID, "err", err)
+			r.log.Warn("start breaker probe after reachability check", "endpoint_id", t.endpointID, "err", err)
 		}
 	case len(started) == 1:
-		w.log.Info("partner accepts connections again: breaker probe now, not at the cooldown's end",
-			"endpoint_id", t.endpointID, "open_for", w.now().Sub(t.openedAt).Round(time.Second))
+		r.log.Info("partner accepts connections again: breaker probe now, not at the cooldown's end",
+			"endpoint_id", t.endpointID, "open_for", r.cfg.Now().Sub(t.openedAt).Round(time.Second))
 	}
 }
 

@@ -206,11 +206,11 @@ func TestReachabilityProxyKeepsCooldown(t *testing.T) {
 	row := db.EndpointReachCandidatesRow{EndpointID: epID, State: "open", OpenedAt: opened, CooldownSeconds: 300,
 		ConsecutiveFailures: 3, URL: "http://" + addr + "/hook", TimeoutMs: 5000, LastErrorClass: &refused, LastError: &text}
 	ctx := context.Background()
-	if targets := w.reachTargets(ctx, []db.EndpointReachCandidatesRow{row}, reachEvery); len(targets) != 0 {
+	if targets := w.reach.targets(ctx, []db.EndpointReachCandidatesRow{row}, reachEvery); len(targets) != 0 {
 		t.Fatalf("behind the default proxy: %d targets, want none", len(targets))
 	}
 	direct := e.worker(func(c *Config) { c.Now = clk.Now })
-	if targets := direct.reachTargets(ctx, []db.EndpointReachCandidatesRow{row}, reachEvery); len(targets) != 1 {
+	if targets := direct.reach.targets(ctx, []db.EndpointReachCandidatesRow{row}, reachEvery); len(targets) != 1 {
 		t.Fatalf("sent directly: %d targets, want the endpoint", len(targets))
 	}
 

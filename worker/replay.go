@@ -16,17 +16,17 @@ const replayBatch = 500
 // replayStep advances the oldest running bulk replay by one batch, under
 // the job's row lock (a replica working on it makes the others skip it).
 // It reports whether a batch was written.
-func (w *Worker) replayStep(ctx context.Context) (bool, error) {
+func (m *maintainer) replayStep(ctx context.Context) (bool, error) {
 	// Nearly always none is running: one read instead of a transaction.
-	if running, err := w.q.ReplayJobAnyRunning(ctx); err != nil || !running {
+	if running, err := m.q.ReplayJobAnyRunning(ctx); err != nil || !running {
 		return false, err
 	}
-	tx, err := w.pool.Begin(ctx)
+	tx, err := m.pool.Begin(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	q := w.q.WithTx(tx)
+	q := m.q.WithTx(tx)
 	job, err := q.ReplayJobClaim(ctx)
 	if db.NoRows(err) {
 		return false, nil
@@ -59,11 +59,11 @@ func (w *Worker) replayStep(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if len(ids) > 0 {
-		w.log.Info("bulk replay re-queued deliveries", "job", job.ID, "deliveries", len(ids))
-		w.wakeEverywhere()
+		m.log.Info("bulk replay re-queued deliveries", "job", job.ID, "deliveries", len(ids))
+		m.cfg.WakeClaims()
 	}
 	return true, nil
 }
 
 // ReplayStepNow runs one bulk-replay step (tests).
-func (w *Worker) ReplayStepNow(ctx context.Context) (bool, error) { return w.replayStep(ctx) }
+func (w *Worker) ReplayStepNow(ctx context.Context) (bool, error) { return w.maint.replayStep(ctx) }

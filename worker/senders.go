@@ -7,12 +7,12 @@ import (
 	"github.com/hookline/hookline/worker/ssrf"
 )
 
-// buildSenders builds the worker's two HTTP senders, unless the config
+// buildSenders builds the dispatcher's two HTTP senders, unless the config
 // gives them: one dialling through the operator's guard, one through the
 // partner guard for endpoints whose URL a partner set. Each has its own
 // keep-alive pool, so a connection opened under one guard never carries a
 // delivery the other would judge.
-func (w *Worker) buildSenders(cfg Config) error {
+func (dp *dispatcher) buildSenders(cfg dispatcherConfig) error {
 	ua := cfg.UserAgent
 	if ua == "" {
 		ua = "hookline"
@@ -31,41 +31,43 @@ func (w *Worker) buildSenders(cfg Config) error {
 		return s, nil
 	}
 	var err error
-	if w.send == nil {
-		if w.send, err = build(cfg.Guard); err != nil {
+	dp.send = cfg.Sender
+	if dp.send == nil {
+		if dp.send, err = build(cfg.Guard); err != nil {
 			return err
 		}
-		w.ownSend = true
+		dp.ownSend = true
 	}
-	w.partnerSend = cfg.PartnerSender
-	if w.partnerSend == nil {
+	dp.partnerSend = cfg.PartnerSender
+	if dp.partnerSend == nil {
 		g := cfg.PartnerGuard
 		if g == nil {
 			g = ssrf.NewPartner(nil) // public addresses only
 		}
-		if w.partnerSend, err = build(g); err != nil {
+		if dp.partnerSend, err = build(g); err != nil {
 			return err
 		}
-		w.ownPartnerSend = true
+		dp.ownPartnerSend = true
 	}
 	return nil
 }
 
-// closeSenders closes the idle connections of the senders the worker built.
-func (w *Worker) closeSenders() {
-	if w.ownSend {
-		w.send.Close()
+// closeSenders closes the idle connections of the senders the dispatcher
+// built.
+func (dp *dispatcher) closeSenders() {
+	if dp.ownSend {
+		dp.send.Close()
 	}
-	if w.ownPartnerSend {
-		w.partnerSend.Close()
+	if dp.ownPartnerSend {
+		dp.partnerSend.Close()
 	}
 }
 
 // senderFor is the sender a claimed delivery goes out through, by its
 // claim's partner_url: a branch, nothing allocated on the hot path.
-func (w *Worker) senderFor(partnerURL bool) *sender.Sender {
+func (dp *dispatcher) senderFor(partnerURL bool) *sender.Sender {
 	if partnerURL {
-		return w.partnerSend
+		return dp.partnerSend
 	}
-	return w.send
+	return dp.send
 }

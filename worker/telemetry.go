@@ -78,9 +78,9 @@ const pendingPerFlush = 2000
 // flushLatency merges stored latency samples (latency_pending, written with
 // their attempts by any replica, a dead one's included) into the minute,
 // 15-minute and hourly slots, until none are left.
-func (w *Worker) flushLatency(ctx context.Context) error {
+func (m *maintainer) flushLatency(ctx context.Context) error {
 	for {
-		n, err := w.flushLatencyOnce(ctx)
+		n, err := m.flushLatencyOnce(ctx)
 		if err != nil || n < pendingPerFlush {
 			return err
 		}
@@ -92,10 +92,10 @@ func (w *Worker) flushLatency(ctx context.Context) error {
 // locked in key order, merged in Go (buckets are an opaque encoding) and
 // written back, and the pending rows deleted. If anything fails, all of it
 // rolls back and the samples wait for the next flush.
-func (w *Worker) flushLatencyOnce(ctx context.Context) (int, error) {
+func (m *maintainer) flushLatencyOnce(ctx context.Context) (int, error) {
 	taken := 0
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
+	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		q := m.q.WithTx(tx)
 		pending, err := q.LatencyPendingTake(ctx, pendingPerFlush)
 		if err != nil {
 			return fmt.Errorf("take pending latency: %w", err)
@@ -105,12 +105,12 @@ func (w *Worker) flushLatencyOnce(ctx context.Context) (int, error) {
 		var sample latency.Histogram
 		for _, p := range pending {
 			if len(p.EndpointIds) != len(p.Minutes) || len(p.Minutes) != len(p.Histograms) {
-				w.log.Error("malformed pending latency row dropped")
+				m.log.Error("malformed pending latency row dropped")
 				continue
 			}
 			for i, id := range p.EndpointIds {
 				if err := sample.UnmarshalBinary(p.Histograms[i]); err != nil {
-					w.log.Error("corrupt pending latency histogram dropped", "endpoint_id", id, "err", err)
+					m.log.Error("corrupt pending latency histogram dropped", "endpoint_id", id, "err", err)
 					continue
 				}
 				for _, res := range []int32{resMinute, resSlot, resHour} {
@@ -125,13 +125,13 @@ func (w *Worker) flushLatencyOnce(ctx context.Context) (int, error) {
 		if len(slots) == 0 {
 			return nil
 		}
-		return w.mergeSlots(ctx, q, slots)
+		return m.mergeSlots(ctx, q, slots)
 	})
 	return taken, err
 }
 
 // mergeSlots adds histograms to their stored slots.
-func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKey]*latency.Histogram) error {
+func (m *maintainer) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKey]*latency.Histogram) error {
 	keys := make([]slotKey, 0, len(slots))
 	for k := range slots {
 		keys = append(keys, k)
@@ -165,7 +165,7 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 		if len(r.Buckets) > 0 {
 			if err := scratch.UnmarshalBinary(r.Buckets); err != nil {
 				// A corrupt row must not block telemetry forever: start it over.
-				w.log.Error("corrupt latency histogram replaced", "endpoint_id", r.EndpointID, "err", err)
+				m.log.Error("corrupt latency histogram replaced", "endpoint_id", r.EndpointID, "err", err)
 			} else {
 				merged.Merge(&scratch)
 			}
@@ -182,18 +182,18 @@ func (w *Worker) mergeSlots(ctx context.Context, q *db.Queries, slots map[slotKe
 // the rolling 24 h (merged hourly buckets), the recent P95 (merged minute
 // buckets of the last 10 minutes; the early warning), and the 24 h
 // sparklines (latency.SparkSlots slots of latency.SparkStep).
-func (w *Worker) refreshHealth(ctx context.Context) error {
-	now := w.now().UTC()
-	day, err := w.mergeSince(ctx, resHour, now.Truncate(time.Hour).Add(-window24h+time.Hour))
+func (m *maintainer) refreshHealth(ctx context.Context) error {
+	now := m.now().UTC()
+	day, err := m.mergeSince(ctx, resHour, now.Truncate(time.Hour).Add(-window24h+time.Hour))
 	if err != nil {
 		return err
 	}
-	recent, err := w.mergeSince(ctx, resMinute, now.Truncate(time.Minute).Add(-recentWindow+time.Minute))
+	recent, err := m.mergeSince(ctx, resMinute, now.Truncate(time.Minute).Add(-recentWindow+time.Minute))
 	if err != nil {
 		return err
 	}
 	var p db.EndpointHealthSetLatencyParams
-	p.Now = w.dbNow()
+	p.Now = m.dbNow()
 	ids := make([]int64, 0, len(day)+len(recent))
 	for id := range day {
 		ids = append(ids, id)
@@ -215,14 +215,14 @@ func (w *Worker) refreshHealth(ctx context.Context) error {
 		p.RecentP95sMs = append(p.RecentP95sMs, quantileMs(r, 0.95))
 		p.RecentSampleCounts = append(p.RecentSampleCounts, countOf(r))
 	}
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
+	return pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		q := m.q.WithTx(tx)
 		if len(ids) > 0 {
 			if err := q.EndpointHealthSetLatency(ctx, p); err != nil {
 				return fmt.Errorf("set latency: %w", err)
 			}
 		}
-		if err := q.EndpointHealthClearLatency(ctx, db.EndpointHealthClearLatencyParams{Now: w.dbNow(), KeepIds: ids}); err != nil {
+		if err := q.EndpointHealthClearLatency(ctx, db.EndpointHealthClearLatencyParams{Now: m.dbNow(), KeepIds: ids}); err != nil {
 			return fmt.Errorf("clear latency: %w", err)
 		}
 		if err := q.EndpointSparklinesRebuild(ctx, db.EndpointSparklinesRebuildParams{
@@ -236,8 +236,8 @@ func (w *Worker) refreshHealth(ctx context.Context) error {
 
 // mergeSince merges each endpoint's histograms of one resolution since a
 // time into one histogram per endpoint.
-func (w *Worker) mergeSince(ctx context.Context, resolution int32, since time.Time) (map[int64]*latency.Histogram, error) {
-	rows, err := w.q.LatencySince(ctx, db.LatencySinceParams{ResolutionSeconds: resolution, Since: since})
+func (m *maintainer) mergeSince(ctx context.Context, resolution int32, since time.Time) (map[int64]*latency.Histogram, error) {
+	rows, err := m.q.LatencySince(ctx, db.LatencySinceParams{ResolutionSeconds: resolution, Since: since})
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +281,8 @@ func okOf(h *latency.Histogram) int64 {
 // RefreshNow flushes in-memory latency and recomputes the cached figures at
 // once (tests and benchmarks; the worker does this on its own schedule).
 func (w *Worker) RefreshNow(ctx context.Context) error {
-	if err := w.flushLatency(ctx); err != nil {
+	if err := w.maint.flushLatency(ctx); err != nil {
 		return err
 	}
-	return w.refreshHealth(ctx)
+	return w.maint.refreshHealth(ctx)
 }

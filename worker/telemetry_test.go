@@ -101,15 +101,15 @@ func TestLatencySamplesSurviveACrash(t *testing.T) {
 
 	crashed := e.worker(nil)
 	e.sole(crashed)
-	rows, err := crashed.claim(ctx, 100, nil)
+	rows, err := crashed.claims.claim(ctx, 100, nil)
 	if err != nil || len(rows) != 12 {
 		t.Fatalf("claimed %d (%v)", len(rows), err)
 	}
 	batch := make([]outcome, len(rows))
 	for i := range rows {
-		batch[i] = crashed.deliver(ctx, rows[i])
+		batch[i] = crashed.dispatch.deliver(ctx, rows[i])
 	}
-	if err := crashed.flush(ctx, batch); err != nil {
+	if err := crashed.complete.flush(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 	// crashed is never flushed or stopped: it died here.

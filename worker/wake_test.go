@@ -44,8 +44,8 @@ func (e *env) settled(w *Worker) {
 		return e.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN hookline_deliveries'") == 1
 	})
 	e.waitFor("the looks everywhere the start asked for", func() bool {
-		asked := w.hints.askedEverywhere()
-		return asked >= 4 && w.lookedFor.Load() >= asked
+		asked := w.claims.hints.askedEverywhere()
+		return asked >= 4 && w.claims.lookedFor.Load() >= asked
 	})
 }
 

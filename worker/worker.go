@@ -24,7 +24,6 @@ import (
 	"net/url"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,7 +33,6 @@ import (
 	"github.com/hookline/hookline/worker/backoff"
 	"github.com/hookline/hookline/worker/breaker"
 	"github.com/hookline/hookline/worker/mail"
-	"github.com/hookline/hookline/worker/ratelimit"
 	"github.com/hookline/hookline/worker/sender"
 	"github.com/hookline/hookline/worker/ssrf"
 	"github.com/hookline/hookline/worker/tracing"
@@ -125,83 +123,29 @@ type Config struct {
 	Tracer *tracing.Tracer
 }
 
-// Worker is one replica of the delivery engine.
+// Worker is one replica of the delivery engine. It builds its services
+// and wires them to each other, and Run starts them and stops them in
+// order; what a delivery goes through is theirs: the claimer (claim.go),
+// the dispatcher (dispatch.go), the completer (complete.go), and beside
+// them the maintainer (maintain.go), the housekeeper (housekeeper.go),
+// the notifier (notifier.go) and the liveness service (liveness.go).
 type Worker struct {
-	cfg     Config
-	pool    *pgxpool.Pool
-	session *pgxpool.Pool // Config.SessionPool
-	q       *db.Queries
-	send    *sender.Sender
-	ownSend bool
-	// partnerSend dials endpoints whose URL a partner set, through the
-	// partner guard: a name that resolved to a public address when the
-	// partner saved it may resolve to a private one now (DNS rebinding).
-	// Picking it is a field read per delivery (claimed.PartnerURL).
-	partnerSend    *sender.Sender
-	ownPartnerSend bool
-	box            *secretbox.Box
-	backoff        backoff.Policy
-	breaker        breaker.Policy
-	limits         *ratelimit.Registry
-	secrets        secretCache
-	tmpls          sync.Map    // template string → *postback.Template
-	convLocks      convLocks   // deliveries of one conversion, one at a time (conversion.go)
-	headers        sync.Map    // endpoint id → headerEntry
-	egress         sync.Map    // endpoint id → egressEntry
-	capped         atomic.Bool // the last claim had rate-limited or paused endpoints
-	log            *slog.Logger
-	now            func() time.Time
-	injected       bool       // Config.Now was set: SQL uses it too
-	rndMu          sync.Mutex // the flushers share rnd
-	rnd            backoff.Source
-	id             string
-	metrics        *Metrics
+	cfg      Config
+	q        *db.Queries // Run's last statements
+	log      *slog.Logger
+	injected bool // Config.Now was set: SQL uses it too
 
-	// house keeps retention, partitions, analyses and tallies
-	// (housekeeper.go).
-	house *housekeeper
-	// notifier sends the operator notifications (notifier.go).
+	claims   *claimer
+	dispatch *dispatcher
+	complete *completer
+	maint    *maintainer
+	house    *housekeeper
 	notifier *notifier
-
-	busy atomic.Int64 // claimed deliveries not yet sent: queued or in flight
-	// held are the deliveries claimed whose results are not yet recorded,
-	// and own the shards this worker owns and the session it claims on
-	// (ownership.go).
-	held holdings
-	own  *ownership // live.own, read by the claims
-	// claimPasses counts claim statements that looked at every endpoint
-	// and completed, and claimedRows the deliveries every claim and the
-	// breaker probes took (always updated first). They make "the worker
-	// looked and took nothing" observable: tests wait for passes instead
-	// of sleeping.
-	claimPasses atomic.Int64
-	claimedRows atomic.Int64
-	// reach counts the breaker reachability checks (reachability.go).
-	reach reachStats
-	// lookedFor is how many looks everywhere had been asked for
-	// (claimHints.askedEverywhere) when the last claim that looked
-	// everywhere took its hints: a test waits for it to reach what was
-	// asked before it relies on no look everywhere coming.
-	lookedFor atomic.Int64
-	// queue holds claimed deliveries for the senders, at most
-	// min(ClaimBatch, Concurrency) of them.
-	queue    chan queued
-	freed    chan struct{} // a send finished (claim loop may claim again)
-	wake     chan struct{} // a wake-up arrived (NOTIFY or WakeFor)
-	hints    claimHints    // where the claim loop looks next
-	outbox   chan struct{} // a completion queued operator notifications
-	results  chan outcome  // senders → completer
-	inflight sync.WaitGroup
-
-	// live holds the liveness session and the shards (liveness.go);
-	// alive is live.alive, read by the claim loop (false: claims wait).
-	live  *liveness
-	alive *atomic.Bool
-
-	// shutdownDeadline (unix nanoseconds, 0 while running) bounds how long
-	// the final flush retries against an unreachable database.
-	shutdownDeadline atomic.Int64
-	unrecorded       atomic.Int64 // results given up on (their deliveries are sent again)
+	live     *liveness
+	reach    *reacher
+	// results carries the dispatcher's outcomes to the completer; Run
+	// closes it once every send has finished.
+	results chan outcome
 }
 
 // New validates cfg and builds a Worker.
@@ -251,52 +195,90 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{
 		cfg:      cfg,
-		pool:     cfg.Pool,
-		session:  cmp.Or(cfg.SessionPool, cfg.Pool),
 		q:        db.New(cfg.Pool),
-		send:     cfg.Sender,
-		box:      box,
-		backoff:  backoff.Default(),
-		breaker:  breaker.DefaultPolicy(),
-		limits:   ratelimit.NewRegistry(),
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
-		now:      cfg.Now,
 		injected: injected,
-		rnd:      cfg.Rand,
-		id:       cfg.WorkerID,
-		metrics:  cfg.Metrics,
-		freed:    make(chan struct{}, 1),
-		wake:     make(chan struct{}, 1),
-		outbox:   make(chan struct{}, 1),
 		results:  make(chan outcome, cfg.Concurrency+cfg.ClaimBatch),
-		queue:    make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency)),
 	}
-	house, err := newHousekeeper(housekeeperConfig{
-		Pool: w.pool, SessionPool: w.session, Retention: cfg.Retention,
-		Logger: w.log, Now: cfg.Now, Metrics: cfg.Metrics,
-	})
-	if err != nil {
-		return nil, err
-	}
-	w.house = house
-	if w.notifier, err = newNotifier(notifierConfig{
-		Pool: w.pool, Outbox: w.outbox, WakeClaims: w.wakeEverywhere,
-		PublicURL: cfg.PublicURL, HeldOpenAfter: cfg.HeldOpenAfter,
-		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow,
-	}); err != nil {
-		return nil, err
-	}
-	if w.live, err = newLiveness(livenessConfig{
-		Pool: w.pool, SessionPool: w.session, WorkerID: w.id, Held: &w.held,
-		Rescue: w.rescue, WakeClaims: w.wakeEverywhere, Logger: w.log, Metrics: cfg.Metrics,
-	}); err != nil {
-		return nil, err
-	}
-	w.own, w.alive = &w.live.own, &w.live.alive
-	if err := w.buildSenders(cfg); err != nil {
+	if err := w.build(box); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// build makes the services and wires them: the claimer's queue and probes
+// into the dispatcher, the dispatcher's results into the completer, and
+// the funcs each service is given to tell another (the claimer's
+// wakeEverywhere, sent, recorded and rate-limit pauses, the liveness
+// service's reapDead, the maintainer's rescue). A func is looked up when
+// called, so services built later may be named by those built before.
+func (w *Worker) build(box *secretbox.Box) error {
+	cfg := w.cfg
+	session := cmp.Or(cfg.SessionPool, cfg.Pool)
+	wakeClaims := func() { w.claims.wakeEverywhere() }
+	breakers := breaker.DefaultPolicy()
+	outbox := make(chan struct{}, 1) // the completer → the notifier
+	queue := make(chan queued, min(cfg.ClaimBatch, cfg.Concurrency))
+	probes := make(chan claimed)
+	held := &holdings{}
+	var err error
+	if w.house, err = newHousekeeper(housekeeperConfig{
+		Pool: cfg.Pool, SessionPool: session, Retention: cfg.Retention,
+		Logger: w.log, Now: cfg.Now, Metrics: cfg.Metrics,
+	}); err != nil {
+		return err
+	}
+	if w.notifier, err = newNotifier(notifierConfig{
+		Pool: cfg.Pool, Outbox: outbox, WakeClaims: wakeClaims,
+		PublicURL: cfg.PublicURL, HeldOpenAfter: cfg.HeldOpenAfter,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow,
+	}); err != nil {
+		return err
+	}
+	if w.live, err = newLiveness(livenessConfig{
+		Pool: cfg.Pool, SessionPool: session, WorkerID: cfg.WorkerID, Held: held,
+		Rescue:     func(ctx context.Context, dead ...string) (int, error) { return w.maint.rescue(ctx, dead...) },
+		WakeClaims: wakeClaims, Logger: w.log, Metrics: cfg.Metrics,
+	}); err != nil {
+		return err
+	}
+	if w.maint, err = newMaintainer(maintainerConfig{
+		Pool: cfg.Pool, Breaker: breakers, ReapDead: w.live.reapDead, WakeClaims: wakeClaims,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow,
+	}); err != nil {
+		return err
+	}
+	if w.claims, err = newClaimer(claimerConfig{
+		Pool: cfg.Pool, SessionPool: session, WorkerID: cfg.WorkerID,
+		Own: &w.live.own, Alive: &w.live.alive, Held: held, Queue: queue, Probes: probes,
+		Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch, PollInterval: cfg.PollInterval, LeaseMargin: cfg.LeaseMargin,
+		Breaker: breakers, Logger: w.log, Now: cfg.Now, DBNow: w.dbNow, Metrics: cfg.Metrics, Tracer: cfg.Tracer,
+	}); err != nil {
+		return err
+	}
+	if w.dispatch, err = newDispatcher(dispatcherConfig{
+		Pool: cfg.Pool, Box: box, Queue: queue, Probes: probes, Results: w.results, Sent: w.claims.sent,
+		Concurrency: cfg.Concurrency, LeaseMargin: cfg.LeaseMargin,
+		Guard: cfg.Guard, PartnerGuard: cfg.PartnerGuard, UserAgent: cfg.UserAgent, EgressProxy: cfg.EgressProxy,
+		RootCAs: cfg.RootCAs, Sender: cfg.Sender, PartnerSender: cfg.PartnerSender,
+		Mail: cfg.Mail, Logger: w.log, Now: cfg.Now, DBNow: w.dbNow, Tracer: cfg.Tracer,
+	}); err != nil {
+		return err
+	}
+	if w.reach, err = newReacher(reacherConfig{
+		Pool: cfg.Pool, Own: &w.live.own, Breaker: breakers, Every: cfg.ReachEvery, InFlight: cfg.ReachInFlight,
+		Egress: w.dispatch.egressFor, SenderFor: w.dispatch.senderFor,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow, Metrics: cfg.Metrics,
+	}); err != nil {
+		return err
+	}
+	w.complete, err = newCompleter(completerConfig{
+		Pool: cfg.Pool, WorkerID: cfg.WorkerID, Results: w.results, Recorded: w.claims.recorded, Pause: w.claims.limits.PauseUntil,
+		Outbox: outbox, FlushInterval: cfg.FlushInterval, FlushSize: cfg.FlushSize, Flushers: cfg.Flushers,
+		LeaseMargin: cfg.LeaseMargin, Backoff: backoff.Default(), Breaker: breakers, Rand: cfg.Rand,
+		Logger: w.log, Now: cfg.Now, DBNow: w.dbNow, Metrics: cfg.Metrics, Tracer: cfg.Tracer,
+	})
+	return err
 }
 
 func setDefault[T int | int32 | time.Duration](v *T, def T) {
@@ -307,7 +289,7 @@ func setDefault[T int | int32 | time.Duration](v *T, def T) {
 
 // ID is this replica's worker id (in its heartbeat, and lease_owner of the
 // breaker probes it sends).
-func (w *Worker) ID() string { return w.id }
+func (w *Worker) ID() string { return w.cfg.WorkerID }
 
 // Run delivers until ctx is cancelled, then shuts down gracefully: it stops
 // claiming, lets in-flight sends finish within ShutdownGrace (cancelling the
@@ -315,7 +297,7 @@ func (w *Worker) ID() string { return w.id }
 // other workers as they drain, returns any probe still leased to the queue
 // (due now), flushes telemetry, and returns nil.
 func (w *Worker) Run(ctx context.Context) error {
-	defer w.closeSenders()
+	defer w.dispatch.closeSenders()
 	// Sends outlive ctx by the grace period, so a SIGTERM does not cut off
 	// requests that are about to be answered.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
@@ -337,71 +319,66 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("liveness lock not held yet; claiming starts once it is")
 	}
 
-	w.refreshLimits(ctx)
 	w.house.prepare(ctx) // the partitions the first sends write into
 
+	// A delivery's walk, from its end back: the completer records what the
+	// dispatcher sent, which the claimer claimed.
 	completerDone := make(chan struct{})
 	go func() {
 		defer close(completerDone)
-		w.completer()
+		w.complete.Run()
 	}()
-
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		w.dispatch.Run(ctx, sendCtx)
+	}()
 	var bg sync.WaitGroup
-	bg.Go(func() { w.listen(ctx) })
-	bg.Go(func() { w.maintain(ctx, sendCtx) })
-	bg.Go(func() { w.reachLoop(ctx) })
+	bg.Go(func() { w.maint.Run(ctx) })
+	bg.Go(func() { w.reach.Run(ctx) })
 	bg.Go(func() { w.house.Run(ctx) })
 	bg.Go(func() { w.notifier.Run(ctx) })
 
-	for range w.cfg.Concurrency {
-		w.inflight.Go(func() { w.sendLoop(ctx, sendCtx) })
-	}
 	w.log.Info("worker started", "concurrency", w.cfg.Concurrency)
-	w.claimLoop(ctx)
-	close(w.queue) // the senders finish what they hold, release what is queued, and exit
+	w.claims.Run(ctx) // until ctx ends; then the senders finish what they hold, release what is queued, and exit
 
 	// Shutdown. Nothing new is claimed from here on; the shards go to the
 	// other workers as their deliveries here are recorded.
-	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.busy.Load(), "grace", w.cfg.ShutdownGrace)
+	w.log.Info("worker stopping: finishing in-flight sends", "in_flight", w.claims.busy.Load(), "grace", w.cfg.ShutdownGrace)
 	bg.Wait()
-	w.own.drain() // the session loop says so in the heartbeat at once
-	sent := make(chan struct{})
-	go func() {
-		w.inflight.Wait()
-		close(sent)
-	}()
+	w.live.own.drain() // the session loop says so in the heartbeat at once
 	select {
 	case <-sent:
 	case <-time.After(w.cfg.ShutdownGrace):
-		w.log.Warn("shutdown grace expired: cancelling remaining sends", "in_flight", w.busy.Load())
+		w.log.Warn("shutdown grace expired: cancelling remaining sends", "in_flight", w.claims.busy.Load())
 		cancelSends()
 		<-sent
 	}
 	// The database may be gone too: recording the last results gets 30 s,
 	// then their leases are left to expire (another replica, or this one
 	// after a restart, sends them again).
-	w.shutdownDeadline.Store(time.Now().Add(30 * time.Second).UnixNano())
+	w.complete.stopBy(time.Now().Add(30 * time.Second))
 	close(w.results)
 	<-completerDone
-	if n := w.unrecorded.Load(); n > 0 {
+	if n := w.complete.unrecorded.Load(); n > 0 {
 		return fmt.Errorf("stopped without recording %d results: the database was unreachable; their deliveries will be sent again", n)
 	}
 
 	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if n, err := w.q.DeliveryReleaseOwned(final, db.DeliveryReleaseOwnedParams{Now: w.dbNow(), WorkerID: w.id}); err != nil {
+	if n, err := w.q.DeliveryReleaseOwned(final, db.DeliveryReleaseOwnedParams{Now: w.dbNow(), WorkerID: w.cfg.WorkerID}); err != nil {
 		w.log.Error("release leases at shutdown", "err", err)
 	} else if n > 0 {
 		w.log.Warn("returned leased deliveries to the queue", "count", n)
 	}
-	if err := w.flushLatency(final); err != nil {
+	if err := w.maint.flushLatency(final); err != nil {
 		w.log.Error("flush latency at shutdown", "err", err)
 	}
 	// Everything is recorded: the session (with whatever shard locks are
 	// left) may end, and then the heartbeat it would otherwise write again.
 	stopLiveness()
 	live.Wait()
-	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.id, Now: w.dbNow()}); err != nil {
+	if err := w.q.WorkerHeartbeatDelete(final, db.WorkerHeartbeatDeleteParams{WorkerID: w.cfg.WorkerID, Now: w.dbNow()}); err != nil {
 		w.log.Warn("remove heartbeat", "err", err)
 	}
 	w.log.Info("worker stopped")
@@ -415,13 +392,8 @@ func (w *Worker) dbNow() *time.Time {
 	if !w.injected {
 		return nil
 	}
-	t := w.now()
+	t := w.cfg.Now()
 	return &t
-}
-
-func (w *Worker) pastShutdownDeadline() bool {
-	d := w.shutdownDeadline.Load()
-	return d != 0 && time.Now().UnixNano() > d
 }
 
 // signal sends on a 1-buffered channel without blocking: a pending signal
@@ -436,4 +408,4 @@ func signal(ch chan struct{}) {
 // Wake makes the claim loop look for due work at every endpoint now (used
 // by tests and benchmarks that queue deliveries without the ingest; the
 // ingest wakes a worker with WakeFor or a NOTIFY).
-func (w *Worker) Wake() { w.wakeEverywhere() }
+func (w *Worker) Wake() { w.claims.wakeEverywhere() }
