@@ -26,11 +26,16 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 		return r, errors.New("steady: RetainDelivered needs a soak and at least three of its intervals")
 	}
 
-	bdb, err := openBenchDB(ctx, o.DatabaseURL, "", int32(o.Ingesters+24), o.Logger, out)
-	if err != nil {
-		return r, err
+	var bdb benchDB
+	if o.on != nil {
+		bdb = *o.on
+	} else {
+		var err error
+		if bdb, err = openBenchDB(ctx, o.DatabaseURL, "", int32(o.Ingesters+24), o.Logger, out); err != nil {
+			return r, err
+		}
+		defer bdb.close()
 	}
-	defer bdb.close()
 	pool := bdb.pool
 
 	var arr *arrivals
@@ -49,10 +54,17 @@ func Steady(ctx context.Context, o SteadyOptions, out io.Writer) (SteadyReport, 
 	}
 	defer rcv.close()
 	guard := loopbackGuard()
-	_, box := newRunKey()
+	box := o.box
 	payload := makePayload(o.PayloadBytes)
-	if err := seed(ctx, pool, box, rcv, Options{Endpoints: o.Endpoints, Concurrency: o.Concurrency, Spread: o.Spread}); err != nil {
-		return r, err
+	if o.reseat != nil {
+		if err := o.reseat(ctx, pool, rcv); err != nil {
+			return r, err
+		}
+	} else {
+		_, box = newRunKey()
+		if err := seed(ctx, pool, box, rcv, Options{Endpoints: o.Endpoints, Concurrency: o.Concurrency, Spread: o.Spread}); err != nil {
+			return r, err
+		}
 	}
 
 	fanout, each := o.Endpoints, "×"

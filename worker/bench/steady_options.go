@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/hookline/hookline/db/secretbox"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // SteadyOptions of a steady-rate run: events are queued at a fixed rate
@@ -57,6 +61,13 @@ type SteadyOptions struct {
 	Timeline io.Writer
 	// retentionEvery overrides the worker's retention period (tests).
 	retentionEvery time.Duration
+	// on, box and reseat, when set (the scale bench), are the database to
+	// run on, open and seeded already (it is not closed here), the box its
+	// endpoints' secrets are sealed with, and what points its endpoints at
+	// the run's receiver instead of seeding them.
+	on     *benchDB
+	box    *secretbox.Box
+	reseat func(ctx context.Context, pool *pgxpool.Pool, rcv *receiver) error
 	// tls, when set, makes the receiver speak TLS, trusted through each
 	// endpoint's CA bundle (the HTTPS bench).
 	tls *receiverTLS
