@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/worker"
-	"github.com/hookline/hookline/worker/filter"
 )
 
 // OutageOptions of `hookline bench -outage N`: N endpoints refuse
@@ -151,16 +150,8 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 	// to the same endpoints before the worker starts.
 	r.CleanBacklog = int(perEndpoint * float64(o.Down) * o.For.Seconds())
 	payload := makePayload(512)
-	var cache filter.Cache
-	for done := 0; done < r.CleanBacklog; done += 1000 {
-		n := min(1000, r.CleanBacklog-done)
-		typeOf := func(i int) string { return eventType((done + i) % o.Down) }
-		if err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
-			_, err := ingest(ctx, conn, &cache, n, payload, typeOf, nil)
-			return err
-		}); err != nil {
-			return r, err
-		}
+	if err := queueSpread(ctx, pool, r.CleanBacklog, o.Down, payload); err != nil {
+		return r, err
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events"); err != nil {
 		return r, err

@@ -129,7 +129,7 @@ func scaleCase(ctx context.Context, bdb benchDB, rcv *receiver, o ScaleOptions, 
 	payload := makePayload(512)
 	warm := do
 	warm.Deliveries = min(o.Deliveries/4, 5000)
-	if err := queueSpread(ctx, pool, warm, payload); err != nil {
+	if err := queueAndAnalyze(ctx, pool, warm, payload); err != nil {
 		return err
 	}
 	if _, err := runWorker(ctx, pool, key, loopbackGuard(), rcv, warm, func() {}); err != nil {
@@ -149,7 +149,7 @@ func scaleCase(ctx context.Context, bdb benchDB, rcv *receiver, o ScaleOptions, 
 	}
 	c.Setup = time.Since(start)
 
-	if err := queueSpread(ctx, pool, do, payload); err != nil {
+	if err := queueAndAnalyze(ctx, pool, do, payload); err != nil {
 		return err
 	}
 	var err error
@@ -177,20 +177,29 @@ func scaleCase(ctx context.Context, bdb benchDB, rcv *receiver, o ScaleOptions, 
 	return nil
 }
 
-// queueSpread queues o.Deliveries events through the ingest statements,
-// event i to endpoint i mod o.Endpoints alone (seedMany's subscriptions),
-// in transactions of 1,000 as POST /api/v1/events/batch takes them.
-func queueSpread(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) error {
+// queueSpread queues n events through the ingest statements, event i to
+// endpoint i mod endpoints alone (endpoint i takes eventType(i)), in
+// transactions of 1,000 as POST /api/v1/events/batch takes them.
+func queueSpread(ctx context.Context, pool *pgxpool.Pool, n, endpoints int, payload []byte) error {
 	var cache filter.Cache
-	for done := 0; done < o.Deliveries; done += 1000 {
-		n := min(1000, o.Deliveries-done)
-		typeOf := func(i int) string { return eventType((done + i) % o.Endpoints) }
+	for done := 0; done < n; done += 1000 {
+		size := min(1000, n-done)
+		typeOf := func(i int) string { return eventType((done + i) % endpoints) }
 		if err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
-			_, err := ingest(ctx, conn, &cache, n, payload, typeOf, nil)
+			_, err := ingest(ctx, conn, &cache, size, payload, typeOf, nil)
 			return err
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// queueAndAnalyze queues o.Deliveries over o.Endpoints (queueSpread) and
+// refreshes the statistics, as queue does.
+func queueAndAnalyze(ctx context.Context, pool *pgxpool.Pool, o Options, payload []byte) error {
+	if err := queueSpread(ctx, pool, o.Deliveries, o.Endpoints, payload); err != nil {
+		return err
 	}
 	_, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events; ANALYZE endpoints; ANALYZE endpoint_health")
 	return err
