@@ -38,12 +38,32 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('en
 -- is dialled with the partner guard. trace_context, partner_id and
 -- send_traceparent serve traces (worker/tracing; trace_context is NULL for
 -- events ingested with traces off). See worker/architecture.md, "The claim".
-WITH live AS (
+--
+-- Without @endpoint_ids the claim starts from the endpoints that have
+-- deliveries waiting (queued: a skip scan of deliveries_due, one index
+-- descent per such endpoint), not from every endpoint: an endpoint with
+-- nothing queued gives no row either way, and walking all of them made a
+-- claim's cost grow with the endpoints configured (100,000 endpoints: every
+-- endpoint and health row read and sorted, 300,000 buffers a claim;
+-- worker/bench/performance.md, "Cost as work grows").
+WITH RECURSIVE queued AS (
+    (SELECT d.endpoint_id FROM deliveries d
+     WHERE d.status IN ('pending', 'failed')
+     ORDER BY d.endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM deliveries d
+            WHERE d.status IN ('pending', 'failed') AND d.endpoint_id > q.endpoint_id
+            ORDER BY d.endpoint_id LIMIT 1)
+    FROM queued q
+    WHERE q.endpoint_id IS NOT NULL
+),
+live AS (
     SELECT e.id, e.max_in_flight, e.rate_per_sec IS NOT NULL AS limited
     FROM endpoints e
     JOIN endpoint_health h ON h.endpoint_id = e.id
     WHERE e.enabled
-      AND (sqlc.narg('endpoint_ids')::bigint[] IS NULL OR e.id = ANY (sqlc.narg('endpoint_ids')::bigint[]))
+      AND e.id = ANY (coalesce(sqlc.narg('endpoint_ids')::bigint[],
+                               (SELECT array_agg(q.endpoint_id) FROM queued q WHERE q.endpoint_id IS NOT NULL)))
       AND (sqlc.narg('shards')::bool[] IS NULL
            OR (sqlc.narg('shards')::bool[])[e.id % cardinality(sqlc.narg('shards')::bool[]) + 1])
       AND h.state = 'closed'

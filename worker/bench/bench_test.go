@@ -22,6 +22,7 @@ import (
 // TestRunSmall runs the whole benchmark on a tiny queue: every phase
 // delivers what it must and the report names each figure.
 func TestRunSmall(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r, err := Run(context.Background(), Options{
 		Deliveries: 400, Endpoints: 4, Concurrency: 16, NaiveConcurrency: 4,
@@ -46,6 +47,7 @@ func TestRunSmall(t *testing.T) {
 // TestProcTimes parses /proc/<pid>/stat, whose command name may hold
 // spaces and parentheses.
 func TestProcTimes(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stat")
 	line := "4242 (postgres: a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 1 1 1\n"
 	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
@@ -64,6 +66,7 @@ func TestProcTimes(t *testing.T) {
 // payload passes (the same deliveries are queued) and that other payloads
 // fail (fan-out evaluates it).
 func TestQueueFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	o := Options{Deliveries: 40, Endpoints: 4, Filter: true}
 	pool := seededPool(t, &o)

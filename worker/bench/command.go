@@ -48,8 +48,12 @@ func Flags(fs *flag.FlagSet, std app.Stdio) func() (app.Run, error) {
 	httpsMode := fs.Bool("https", false, "instead of the drain: drain over HTTP, over HTTPS (a CA made for the run, trusted through each endpoint's CA bundle) and over HTTPS to a receiver that closes the connection after every answer, then -rate events/s (default 1000, each to one endpoint) over HTTP and over HTTPS for -duration: CPU per delivery, TLS handshakes and enqueue → 1st attempt latency, back to back")
 	liveReads := fs.Bool("live-reads", true, "with -retain-delivered: read each second's enqueue → 1st attempt latencies during the run, before retention takes their rows; false reads them only at the end (the intervals retention took then report none) and spares PostgreSQL that work during the soak")
 	mix := registerMixFlags(fs)
+	scale := registerScaleFlags(fs)
 	return func() (app.Run, error) {
 		if run, err := mix.command(fs, o, *rate, *duration, *warmup, *batch, *ingesters, std); run != nil || err != nil {
+			return run, err
+		}
+		if run, err := scale.command(fs, o, *rate, *duration, *warmup, std); run != nil || err != nil {
 			return run, err
 		}
 		if *sink != "" {

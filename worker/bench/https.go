@@ -2,17 +2,13 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"time"
 
-	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker/sender"
-	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // HTTPSOptions of the HTTPS bench: the drain and the steady rate over
@@ -171,10 +167,8 @@ func tlsDrain(ctx context.Context, bdb benchDB, o Options, t *receiverTLS, close
 	serveReceiver(rcv, ln, receiverHandler(rcv, o.ReceiverDelay), t, closeEach)
 	defer rcv.close()
 	start := t.count()
-	guard := ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	box, _ := secretbox.New(key, nil)
+	guard := loopbackGuard()
+	key, box := newRunKey()
 	pool := bdb.pool
 	if err := seed(ctx, pool, box, rcv, o); err != nil {
 		return d, err

@@ -15,6 +15,7 @@ import (
 // was used (none over HTTP; some with connections kept; one per delivery,
 // most of them resumed, when the receiver closes every connection).
 func TestHTTPSSmall(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	o := HTTPSOptions{
 		Options: Options{Deliveries: 200, Endpoints: 4, Concurrency: 8, NaiveConcurrency: 4, DatabaseURL: dbtest.URL(t)},

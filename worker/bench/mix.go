@@ -2,19 +2,15 @@ package bench
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/netip"
 	"time"
 
-	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker"
 	"github.com/hookline/hookline/worker/simulate"
-	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // MixOptions of `hookline bench -profile mix`: events spread over endpoints
@@ -41,19 +37,8 @@ type MixOptions struct {
 }
 
 func (o *MixOptions) defaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.Endpoints, 1000)
-	def(&o.Rate, 2000)
-	def(&o.Batch, 10)
-	def(&o.Ingesters, 8)
-	def(&o.Concurrency, 256)
-	def(&o.MaxInFlight, 8)
-	def(&o.MaxAttempts, 10)
-	def(&o.FailureThreshold, 10)
+	trafficDefaults(&o.Endpoints, &o.Rate, &o.Batch, &o.Ingesters, &o.Concurrency, &o.Every, &o.Logger)
+	o.mixSettings.defaults()
 	if o.Hanging < 0 {
 		o.Hanging = 0
 	} else if o.Hanging == 0 {
@@ -70,20 +55,11 @@ func (o *MixOptions) defaults() {
 	if o.Warmup <= 0 {
 		o.Warmup = min(10*time.Second, o.Duration/5)
 	}
-	if o.Every <= 0 {
-		o.Every = time.Minute
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
 	if o.BurstEvery <= 0 {
 		o.BurstEvery = time.Minute
 	}
 	if o.BurstFor <= 0 || o.BurstFor >= o.BurstEvery {
 		o.BurstFor = o.BurstEvery / 3
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Seed == 0 {
 		o.Seed = 47
@@ -161,9 +137,7 @@ func Mix(ctx context.Context, o MixOptions, out io.Writer) (MixReport, error) {
 			e.class = healthyClass(e.median)
 		}
 	}
-	key := make([]byte, 32)
-	_, _ = crand.Read(key)
-	box, _ := secretbox.New(key, nil)
+	_, box := newRunKey()
 	ids, err := seedMix(ctx, pool, box, rcv, o.mixSettings)
 	if err != nil {
 		return r, err
@@ -178,20 +152,11 @@ func Mix(ctx context.Context, o MixOptions, out io.Writer) (MixReport, error) {
 		o.Rate, o.Endpoints, count[classFast], count[classSlow], rcv.tail, count[classHanging], count[classFailing], o.BurstFor, o.BurstEvery,
 		max(perEndpoint/4, 0.2), simulate.RetryAfter, o.Duration, o.Warmup, o.MaxInFlight, o.Timeout, o.Concurrency)
 
-	w, err := worker.New(worker.Config{
-		Pool: pool, Box: box, Guard: ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}), UserAgent: "hookline/bench",
-		Concurrency: o.Concurrency, Logger: o.Logger,
-	})
+	w, err := startWorker(ctx, worker.Config{Pool: pool, Box: box, Concurrency: o.Concurrency, Logger: o.Logger})
 	if err != nil {
 		return r, err
 	}
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.Run(wctx) }()
-	defer func() {
-		stopWorker()
-		<-workerDone
-	}()
+	defer w.stop()
 
 	start := time.Now()
 	windowStart := start.Add(o.Warmup)
@@ -212,8 +177,7 @@ func Mix(ctx context.Context, o MixOptions, out io.Writer) (MixReport, error) {
 	select {
 	case <-time.After(time.Until(windowEnd)):
 	case <-ctx.Done():
-	case err := <-workerDone:
-		workerDone <- err
+	case <-w.exited:
 	}
 	total, err := p.end()
 	stopSampling()

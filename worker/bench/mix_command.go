@@ -51,7 +51,7 @@ func (m mixFlags) command(fs *flag.FlagSet, o Options, rate int, duration, warmu
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, other := range []string{"processes", "eventlog", "sink", "https", "soak", "timeline", "retain-delivered", "spread", "deliveries", "receiver-delay", "cpuprofile"} {
+	for _, other := range []string{"processes", "eventlog", "sink", "https", "soak", "timeline", "retain-delivered", "spread", "deliveries", "receiver-delay", "cpuprofile", "scale"} {
 		if set[other] {
 			return nil, fmt.Errorf("--%s does not go with --profile mix or --outage", other)
 		}

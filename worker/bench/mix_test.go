@@ -17,6 +17,7 @@ import (
 // rate-limited one answered 429s and saw no request inside the Retry-After
 // it asked for, and no endpoint had more in flight than its cap.
 func TestMixSmall(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r, err := Mix(context.Background(), MixOptions{
 		Endpoints: 24, Rate: 120, Duration: 5 * time.Second, Warmup: time.Second,
@@ -79,6 +80,7 @@ func TestMixSmall(t *testing.T) {
 // one emptied its backlog after the return, and the curve has every phase
 // and the fresh events' latency.
 func TestOutageSmall(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r, err := Outage(context.Background(), OutageOptions{
 		// 4 events/s to each endpoint, which its cap of 8 sends in flight

@@ -2,22 +2,17 @@ package bench
 
 import (
 	"context"
-	crand "crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/worker"
-	"github.com/hookline/hookline/worker/filter"
-	"github.com/hookline/hookline/worker/ssrf"
 )
 
 // OutageOptions of `hookline bench -outage N`: N endpoints refuse
@@ -78,35 +73,11 @@ type OutageReport struct {
 }
 
 func (o *OutageOptions) defaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.Endpoints, 1000)
-	def(&o.Down, 100)
-	def(&o.Rate, 2000)
-	def(&o.Batch, 10)
-	def(&o.Ingesters, 8)
-	def(&o.Concurrency, 256)
-	def(&o.MaxInFlight, 8)
-	def(&o.MaxAttempts, 10)
-	def(&o.FailureThreshold, 10)
-	if o.For <= 0 {
-		o.For = 10 * time.Minute
-	}
-	if o.Every <= 0 {
-		o.Every = time.Minute
-	}
-	if o.RecoveryLimit <= 0 {
-		o.RecoveryLimit = max(2*o.For, 10*time.Minute)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	trafficDefaults(&o.Endpoints, &o.Rate, &o.Batch, &o.Ingesters, &o.Concurrency, &o.Every, &o.Logger)
+	o.mixSettings.defaults()
+	setDefault(&o.Down, 100)
+	setDefault(&o.For, 10*time.Minute)
+	setDefault(&o.RecoveryLimit, max(2*o.For, 10*time.Minute))
 }
 
 // backlogOf counts each endpoint's undelivered deliveries, in ids' order.
@@ -159,9 +130,7 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 		return r, err
 	}
 	defer rcv.close()
-	key := make([]byte, 32)
-	_, _ = crand.Read(key)
-	box, _ := secretbox.New(key, nil)
+	_, box := newRunKey()
 	ids, err := seedMix(ctx, pool, box, rcv, o.mixSettings)
 	if err != nil {
 		return r, err
@@ -181,16 +150,8 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 	// to the same endpoints before the worker starts.
 	r.CleanBacklog = int(perEndpoint * float64(o.Down) * o.For.Seconds())
 	payload := makePayload(512)
-	var cache filter.Cache
-	for done := 0; done < r.CleanBacklog; done += 1000 {
-		n := min(1000, r.CleanBacklog-done)
-		typeOf := func(i int) string { return eventType((done + i) % o.Down) }
-		if err := withConn(ctx, pool, func(conn *pgxpool.Conn) error {
-			_, err := ingest(ctx, conn, &cache, n, payload, typeOf, nil)
-			return err
-		}); err != nil {
-			return r, err
-		}
+	if err := queueSpread(ctx, pool, r.CleanBacklog, o.Down, payload); err != nil {
+		return r, err
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE deliveries; ANALYZE events"); err != nil {
 		return r, err
@@ -198,20 +159,11 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 	fmt.Fprintf(out, "outage: %d events/s, each to one of %d endpoints (answers log-normal around medians of 10–500 ms); %d of them down for %s, then back; the clean reference: a backlog of %d queued to those %d before the worker starts; cap %d in flight per endpoint, %d attempts, concurrency %d\n",
 		o.Rate, o.Endpoints, o.Down, o.For, r.CleanBacklog, o.Down, o.MaxInFlight, o.MaxAttempts, o.Concurrency)
 
-	w, err := worker.New(worker.Config{
-		Pool: pool, Box: box, Guard: ssrf.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}), UserAgent: "hookline/bench",
-		Concurrency: o.Concurrency, Logger: o.Logger,
-	})
+	w, err := startWorker(ctx, worker.Config{Pool: pool, Box: box, Concurrency: o.Concurrency, Logger: o.Logger})
 	if err != nil {
 		return r, err
 	}
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.Run(wctx) }()
-	defer func() {
-		stopWorker()
-		<-workerDone
-	}()
+	defer w.stop()
 	start := time.Now()
 	sctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
@@ -236,9 +188,8 @@ func Outage(ctx context.Context, o OutageOptions, out io.Writer) (OutageReport, 
 			select {
 			case <-ctx.Done():
 				return nil, false, ctx.Err()
-			case err := <-workerDone:
-				workerDone <- err
-				return nil, false, fmt.Errorf("worker stopped: %v", err)
+			case <-w.exited:
+				return nil, false, fmt.Errorf("worker stopped: %v", w.err)
 			case <-time.After(time.Second):
 			}
 			b, err := backlogOf(ctx, pool, downIDs)

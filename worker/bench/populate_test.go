@@ -14,6 +14,7 @@ import (
 // newest events queued, some dead), leaves every index and constraint the
 // migrations define in place, and refuses a database that has endpoints.
 func TestPopulate(t *testing.T) {
+	t.Parallel()
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
 	// Every index and constraint of the loaded tables, and every foreign

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 // process exactly once, the report names the topology, and no process the
 // bench started outlives it.
 func TestProcessesDeliverEachOnce(t *testing.T) {
+	t.Parallel()
+	processesMu.Lock() // each checks that no child of this process outlives it
+	defer processesMu.Unlock()
 	exe := hooklinebin.Path(t)
 	ctx := context.Background()
 	o := Options{Deliveries: 500, Endpoints: 5, Concurrency: 16, DatabaseURL: dbtest.URL(t), Executable: exe}
@@ -76,6 +80,9 @@ func TestProcessesDeliverEachOnce(t *testing.T) {
 // TestProcessesStopOnCancel: cancelled while the worker process drains,
 // the bench returns and has stopped every process it started.
 func TestProcessesStopOnCancel(t *testing.T) {
+	t.Parallel()
+	processesMu.Lock() // each checks that no child of this process outlives it
+	defer processesMu.Unlock()
 	exe := hooklinebin.Path(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -184,3 +191,8 @@ func TestProcessEnvTracing(t *testing.T) {
 		}
 	}
 }
+
+// processesMu runs the deployed topology's tests one at a time, beside the
+// package's other tests: each lists this process's children before and
+// after, and would count the other's as left running.
+var processesMu sync.Mutex

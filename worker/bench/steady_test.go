@@ -20,6 +20,7 @@ import (
 // matched to its first attempt and its arrival at the receiver, and the
 // percentiles are positive and ordered.
 func TestSteadySmall(t *testing.T) {
+	t.Parallel()
 	var out, timeline bytes.Buffer
 	r, err := Steady(context.Background(), SteadyOptions{
 		Rate: 200, Duration: 2 * time.Second, Warmup: 300 * time.Millisecond,
@@ -100,6 +101,7 @@ func checkTimeline(t *testing.T, csv string) int {
 // TestSteadySpread: with Spread each event makes one delivery, and the
 // endpoints take them in turn.
 func TestSteadySpread(t *testing.T) {
+	t.Parallel()
 	url := dbtest.URL(t)
 	var out bytes.Buffer
 	r, err := Steady(context.Background(), SteadyOptions{
@@ -130,6 +132,7 @@ func TestSteadySpread(t *testing.T) {
 // TestSoakSmall: a soak reports every interval's throughput, latencies,
 // table sizes and memory, and keeps no per-delivery state.
 func TestSoakSmall(t *testing.T) {
+	// Not parallel: a soak reports by wall-clock interval, and counts them.
 	url := dbtest.URL(t)
 	var out bytes.Buffer
 	r, err := Steady(context.Background(), SteadyOptions{
@@ -250,6 +253,7 @@ func TestSoakSmall(t *testing.T) {
 // reports its latencies: they were read during the run, before retention
 // took the rows.
 func TestSoakWithRetention(t *testing.T) {
+	// Not parallel: a soak reports by wall-clock interval, and counts them.
 	url := dbtest.URL(t)
 	r, _ := soakWithRetention(t, url, false)
 	if len(r.Intervals) != 7 {
@@ -310,6 +314,7 @@ func soakWithRetention(t *testing.T, url string, noLiveReads bool) (SteadyReport
 // no enqueue latencies, and say so; the last ones, and the receiver's
 // figures of every interval, are there.
 func TestSoakWithoutLiveReads(t *testing.T) {
+	// Not parallel: a soak reports by wall-clock interval, and counts them.
 	r, out := soakWithRetention(t, dbtest.URL(t), true)
 	if len(r.Intervals) != 7 {
 		t.Fatalf("%d intervals in a 7 s soak reported every second", len(r.Intervals))

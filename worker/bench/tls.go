@@ -1,5 +1,6 @@
 package bench
 
+// Imports alike sendertest/tls.go's: that CA takes a testing.TB, which the hookline binary must not link.
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
