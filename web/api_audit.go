@@ -35,12 +35,7 @@ func (s *Server) apiAuditList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(rows) > limit {
-		rows = rows[:limit]
-		cur := auditCursor(rows[limit-1])
-		next = &cur
-	}
+	rows, next := cutPage(rows, limit, auditCursor)
 	out := make([]auditEntryJSON, len(rows))
 	for i, r := range rows {
 		out[i] = auditEntryJSON{ID: r.ID, At: r.At, Actor: r.Actor, Action: r.Action, TargetType: r.TargetType, TargetID: r.TargetID, Details: r.Details}

@@ -10,6 +10,7 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
+// Alike in shape to alertEndpoint (stats.go) by chance: ids and names of what it is about.
 type conversionJSON struct {
 	EndpointID     int64      `json:"endpoint_id"`
 	EndpointName   string     `json:"endpoint_name"`

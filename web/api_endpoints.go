@@ -11,6 +11,7 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
+// Its first fields are endpointInput's on purpose: an endpoint is answered in the words a client sends it.
 type endpointJSON struct {
 	ID                  int64             `json:"id"`
 	PartnerID           int64             `json:"partner_id"`
@@ -59,6 +60,7 @@ type endpointSavedJSON struct {
 	Warnings []fieldWarning `json:"warnings"`
 }
 
+// Alike in shape to deliveryJSON by chance: both list times and counts of their own.
 type healthJSON struct {
 	State               string     `json:"state"`
 	Paused              bool       `json:"paused"`

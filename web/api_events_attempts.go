@@ -70,13 +70,9 @@ func (s *Server) apiEndpointAttempts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		cur := encodeCursor(last.StartedAt, strconv.FormatInt(last.ID, 10))
-		next = &cur
-	}
+	rows, next := cutPage(rows, limit, func(r db.AttemptPageByEndpointRow) string {
+		return encodeCursor(r.StartedAt, strconv.FormatInt(r.ID, 10))
+	})
 	out := make([]endpointAttemptJSON, len(rows))
 	for i, a := range rows {
 		out[i] = endpointAttemptJSON{

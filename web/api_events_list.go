@@ -75,13 +75,7 @@ func (s *Server) apiEventList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		cur := encodeCursor(last.CreatedAt, last.ID.String())
-		next = &cur
-	}
+	rows, next := cutPage(rows, limit, func(r db.EventPageRow) string { return encodeCursor(r.CreatedAt, r.ID.String()) })
 	ids := make([]uuid.UUID, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID

@@ -9,6 +9,7 @@ import (
 	"github.com/hookline/hookline/db"
 )
 
+// Alike in shape to cluster (deadletters.go) by chance: a partner's own wire format.
 type partnerJSON struct {
 	ID            int64      `json:"id"`
 	Name          string     `json:"name"`

@@ -11,6 +11,7 @@ import (
 // event_type, q, since, until, dry_run} — counts (dry_run) or starts a
 // bulk replay: 202 with the job, 200 {"count": 0} when nothing matches.
 func (s *Server) apiBulkReplay(c echo.Context) error {
+	// Alike in shape to attemptJSON and endpointInput by chance: the optional filters are pointers.
 	var in struct {
 		Status     string  `json:"status"`
 		EndpointID *int64  `json:"endpoint_id"`

@@ -142,23 +142,15 @@ func (s *Server) endpointRotate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	overlap, err := strconv.Atoi(c.FormValue("overlap"))
-	if err != nil {
-		return invalidField("overlap", "choose how long the old secret keeps signing")
-	}
-	ctx := c.Request().Context()
-	secret, until, err := s.rotateSecret(ctx, id, int64(overlap), principalOf(c).actor())
+	secret, oldUntil, err := s.rotateFromForm(c, id, principalOf(c).actor())
 	if err != nil {
 		return err
 	}
-	p, err := s.secretsPanel(ctx, id, true)
+	p, err := s.secretsPanel(c.Request().Context(), id, true)
 	if err != nil {
 		return err
 	}
-	p.NewSecret = secret
-	if overlap > 0 {
-		p.OldUntil = &until
-	}
+	p.NewSecret, p.OldUntil = secret, oldUntil
 	return s.render(c, http.StatusOK, endpoint.SecretsPanel(principalOf(c).CSRF, p))
 }
 

@@ -236,28 +236,25 @@ func egressFormInput(c echo.Context, f egressform.Form, cur *db.EndpointEgress) 
 	return in, nil
 }
 
-// egressFormField is the form field (and its label) that an egress
-// object's field error is about.
+// egressFormFields are the form fields (and their labels) that an egress
+// object's field errors are about, by the object's field.
+var egressFormFields = map[string]struct{ field, label string }{
+	"egress.proxy":              {egressform.FieldProxyURL, "Proxy"},
+	"egress.ca_bundle":          {egressform.FieldCABundle, "CA bundle"},
+	"egress.client_cert":        {egressform.FieldClientCert, "Client certificate"},
+	"egress.client_key":         {egressform.FieldClientKey, "Client certificate's private key"},
+	"egress.auth.username":      {egressform.FieldUsername, "Basic: username"},
+	"egress.auth.password":      {egressform.FieldPassword, "Basic: password"},
+	"egress.auth.client_id":     {egressform.FieldClientID, "OAuth2: client id"},
+	"egress.auth.client_secret": {egressform.FieldClientSecret, "OAuth2: client secret"},
+	"egress.auth.token_url":     {egressform.FieldTokenURL, "OAuth2: token URL"},
+}
+
+// egressFormField is the form field and label of an egress object's field
+// error; the credential's type for any other.
 func egressFormField(apiField string) (string, string) {
-	switch apiField {
-	case "egress.proxy":
-		return egressform.FieldProxyURL, "Proxy"
-	case "egress.ca_bundle":
-		return egressform.FieldCABundle, "CA bundle"
-	case "egress.client_cert":
-		return egressform.FieldClientCert, "Client certificate"
-	case "egress.client_key":
-		return egressform.FieldClientKey, "Client certificate's private key"
-	case "egress.auth.username":
-		return egressform.FieldUsername, "Basic: username"
-	case "egress.auth.password":
-		return egressform.FieldPassword, "Basic: password"
-	case "egress.auth.client_id":
-		return egressform.FieldClientID, "OAuth2: client id"
-	case "egress.auth.client_secret":
-		return egressform.FieldClientSecret, "OAuth2: client secret"
-	case "egress.auth.token_url":
-		return egressform.FieldTokenURL, "OAuth2: token URL"
+	if f, ok := egressFormFields[apiField]; ok {
+		return f.field, f.label
 	}
 	return egressform.FieldAuthType, "Credential"
 }

@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/endpointform"
 	"github.com/hookline/hookline/views/layout"
 	"github.com/hookline/hookline/worker/postback"
@@ -276,11 +274,7 @@ func (s *Server) endpointEditPage(c echo.Context) error {
 		f.Burst = strconv.Itoa(int(*e.Burst))
 	}
 	// Stored values are not shown; the mask sent back keeps each one.
-	names, _ := secretbox.HeaderNames(e.Headers)
-	sort.Strings(names)
-	for _, k := range names {
-		f.Headers += k + ": " + maskedValue + "\n"
-	}
+	f.Headers = maskedHeaderLines(e.Headers)
 	rows, rawJSON := filterToForm(e.Filter)
 	f.FilterRows, f.FilterJSON = withBlankRows(rows), rawJSON
 	if f.Preview, err = s.preview(c.Request().Context(), f); err != nil {

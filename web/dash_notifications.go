@@ -32,10 +32,8 @@ func (s *Server) renderNotifications(c echo.Context, status int, p notifications
 	if err != nil {
 		return err
 	}
-	m := s.meta(c, "Notifications", layout.NavSettings)
-	if v, ok := takeOnce(&m, onceChannelSecret); ok {
-		p.NewName, p.NewSecret, _ = strings.Cut(v, "\x1f")
-	}
+	m, name, secret := s.settingsMeta(c, "Notifications", onceChannelSecret)
+	p.NewName, p.NewSecret = name, secret
 	p.Now, p.CSRF = s.now(), principalOf(c).CSRF
 	if chosen == nil { // a new form subscribes to everything about endpoints
 		chosen = []string{string(notify.BreakerOpened), string(notify.EndpointWarned), string(notify.EndpointDisabled), string(notify.EndpointEnabled)}
@@ -84,7 +82,7 @@ func (s *Server) notificationChannelAdd(c echo.Context) error {
 			return err
 		} else {
 			if secret != "" {
-				s.addFlash(c, onceChannelSecret, ch.Name+"\x1f"+secret)
+				s.addOnce(c, onceChannelSecret, ch.Name, secret)
 			} else {
 				s.addFlash(c, layout.FlashSuccess, "Channel \""+ch.Name+"\" added.")
 			}

@@ -31,10 +31,8 @@ func (s *Server) renderAPIKeys(c echo.Context, status int, p settings.APIKeys) e
 	if err != nil {
 		return err
 	}
-	m := s.meta(c, "API keys", layout.NavSettings)
-	if v, ok := takeOnce(&m, onceAPIKey); ok {
-		p.NewName, p.NewKey, _ = strings.Cut(v, "\x1f")
-	}
+	m, name, key := s.settingsMeta(c, "API keys", onceAPIKey)
+	p.NewName, p.NewKey = name, key
 	p.Now, p.CSRF = s.now(), principalOf(c).CSRF
 	for _, r := range rows {
 		p.Keys = append(p.Keys, settings.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedBy: r.CreatedBy,
@@ -87,7 +85,7 @@ func (s *Server) apiKeyCreate(c echo.Context) error {
 	}
 	// Post/redirect/get, so a reload cannot create a second key; the key
 	// rides in the encrypted one-time cookie and is shown once.
-	s.addFlash(c, onceAPIKey, row.Name+"\x1f"+key)
+	s.addOnce(c, onceAPIKey, row.Name, key)
 	return redirectAfterPost(c, "/settings/api-keys")
 }
 
@@ -134,10 +132,8 @@ func (s *Server) renderUsers(c echo.Context, status int, p settings.Users) error
 		return err
 	}
 	me := principalOf(c)
-	m := s.meta(c, "Users", layout.NavSettings)
-	if v, ok := takeOnce(&m, onceUserPassword); ok {
-		p.NewEmail, p.NewPassword, _ = strings.Cut(v, "\x1f")
-	}
+	m, email, password := s.settingsMeta(c, "Users", onceUserPassword)
+	p.NewEmail, p.NewPassword = email, password
 	p.Now, p.CSRF = s.now(), me.CSRF
 	twoFactor, err := s.twoFactorUsers(c)
 	if err != nil {
@@ -174,7 +170,7 @@ func (s *Server) userAdd(c echo.Context) error {
 	if generated == "" {
 		s.addFlash(c, layout.FlashSuccess, u.Email+" added.")
 	} else {
-		s.addFlash(c, onceUserPassword, u.Email+"\x1f"+generated)
+		s.addOnce(c, onceUserPassword, u.Email, generated)
 	}
 	return redirectAfterPost(c, "/settings/users")
 }
@@ -256,22 +252,4 @@ func (s *Server) changeUser(c echo.Context, action string, change func(*db.Queri
 	}
 	s.addFlash(c, layout.FlashSuccess, "User updated.")
 	return redirectAfterPost(c, "/settings/users")
-}
-
-// One-time values (a new API key, a generated password) travel from a POST
-// to the page after its redirect in the encrypted flash cookie, and are
-// taken out of the page's flashes to be shown in their own box.
-const (
-	onceAPIKey       = "once_api_key"
-	onceUserPassword = "once_user_password"
-)
-
-func takeOnce(m *layout.PageMeta, kind string) (string, bool) {
-	for i, f := range m.Flashes {
-		if f.Kind == kind {
-			m.Flashes = append(m.Flashes[:i:i], m.Flashes[i+1:]...)
-			return f.Message, true
-		}
-	}
-	return "", false
 }

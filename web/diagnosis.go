@@ -23,6 +23,18 @@ const (
 	trickleMaxPerHour = 3
 )
 
+// classDiagnoses are the error classes that name their cause by
+// themselves, whatever the timing of the cluster.
+var classDiagnoses = map[string]diagnosis{
+	"missing_field":       {Pattern: "payload", Summary: "The events lack a field the postback template needs, so nothing was sent.", Action: "Fix the producer to include the field, or the template to stop using it, then replay this cluster."},
+	"blocked_destination": {Pattern: "blocked", Summary: "The endpoint's host resolves to an address the SSRF guard refuses (private, loopback or metadata).", Action: "Correct the URL; for on-premise receivers, allow the network with HOOKLINE_ALLOW_NETWORKS. Then replay."},
+	"tls":                 {Pattern: "tls", Summary: "The TLS handshake failed: the receiver's certificate is not trusted (expired, wrong name, or from a private CA), or the receiver refused our client certificate (missing, expired, or not from a CA it accepts). The attempt's error says which.", Action: "For a private CA, add the partner's CA bundle to the endpoint; for mutual TLS, upload the client certificate the partner issued (its expiry shows on the endpoint page). Then replay this cluster."},
+	"proxy":               {Pattern: "proxy", Summary: "The egress proxy refused to connect to the receiver (its answer is in the attempt's error: 403 is its access rules, 407 wants credentials).", Action: "Allow the receiver's address and port in the proxy's rules (for plain HTTP receivers, CONNECT to their port), or choose another proxy or direct for the endpoint; then replay."},
+	"oauth2_token":        {Pattern: "token", Summary: "No OAuth2 token could be had from the partner's token endpoint, so nothing was sent (the attempt's error has the endpoint's status and error code, e.g. invalid_client).", Action: "Check the endpoint's token URL, client id, secret, scopes and audience with the partner; once a token is issued, replay this cluster."},
+	"egress_settings":     {Pattern: "egress_settings", Summary: "The endpoint's stored egress settings (client key or credentials) could not be opened, so nothing was sent: they were sealed under another HOOKLINE_SECRET_KEY, or are corrupt.", Action: "Enter the client certificate or the credentials again on the endpoint, then replay this cluster."},
+	"body_mismatch":       {Pattern: "rejected_by_tracker", Summary: "The tracker answered 2xx without the expected success text (trackers answer 200 with \"duplicate\" or \"error\").", Action: "Read a response excerpt on the endpoint page: duplicates need no action; errors need the postback parameters fixed before a replay."},
+}
+
 // diagnose classifies one cluster. Status-code patterns come first (they
 // name the cause); timing patterns apply to everything else.
 func diagnose(c cluster, windowHours int) diagnosis {
@@ -43,34 +55,9 @@ func diagnose(c cluster, windowHours int) diagnosis {
 		return diagnosis{Pattern: "rate_limited",
 			Summary: "The partner answered 429 Too Many Requests: we send faster than it accepts.",
 			Action:  "Lower the endpoint's rate limit (rate_per_sec, burst) to the partner's quota, then replay this cluster; replays respect the limit."}
-	case c.ErrorClass == "missing_field":
-		return diagnosis{Pattern: "payload",
-			Summary: "The events lack a field the postback template needs, so nothing was sent.",
-			Action:  "Fix the producer to include the field, or the template to stop using it, then replay this cluster."}
-	case c.ErrorClass == "blocked_destination":
-		return diagnosis{Pattern: "blocked",
-			Summary: "The endpoint's host resolves to an address the SSRF guard refuses (private, loopback or metadata).",
-			Action:  "Correct the URL; for on-premise receivers, allow the network with HOOKLINE_ALLOW_NETWORKS. Then replay."}
-	case c.ErrorClass == "tls":
-		return diagnosis{Pattern: "tls",
-			Summary: "The TLS handshake failed: the receiver's certificate is not trusted (expired, wrong name, or from a private CA), or the receiver refused our client certificate (missing, expired, or not from a CA it accepts). The attempt's error says which.",
-			Action:  "For a private CA, add the partner's CA bundle to the endpoint; for mutual TLS, upload the client certificate the partner issued (its expiry shows on the endpoint page). Then replay this cluster."}
-	case c.ErrorClass == "proxy":
-		return diagnosis{Pattern: "proxy",
-			Summary: "The egress proxy refused to connect to the receiver (its answer is in the attempt's error: 403 is its access rules, 407 wants credentials).",
-			Action:  "Allow the receiver's address and port in the proxy's rules (for plain HTTP receivers, CONNECT to their port), or choose another proxy or direct for the endpoint; then replay."}
-	case c.ErrorClass == "oauth2_token":
-		return diagnosis{Pattern: "token",
-			Summary: "No OAuth2 token could be had from the partner's token endpoint, so nothing was sent (the attempt's error has the endpoint's status and error code, e.g. invalid_client).",
-			Action:  "Check the endpoint's token URL, client id, secret, scopes and audience with the partner; once a token is issued, replay this cluster."}
-	case c.ErrorClass == "egress_settings":
-		return diagnosis{Pattern: "egress_settings",
-			Summary: "The endpoint's stored egress settings (client key or credentials) could not be opened, so nothing was sent: they were sealed under another HOOKLINE_SECRET_KEY, or are corrupt.",
-			Action:  "Enter the client certificate or the credentials again on the endpoint, then replay this cluster."}
-	case c.ErrorClass == "body_mismatch":
-		return diagnosis{Pattern: "rejected_by_tracker",
-			Summary: "The tracker answered 2xx without the expected success text (trackers answer 200 with \"duplicate\" or \"error\").",
-			Action:  "Read a response excerpt on the endpoint page: duplicates need no action; errors need the postback parameters fixed before a replay."}
+	}
+	if d, ok := classDiagnoses[c.ErrorClass]; ok {
+		return d
 	}
 	noRetries := c.maxAttempts == 1
 	if c.MaxInOneHour >= burstMinInHour && c.MaxInOneHour*2 >= c.Count {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
 	"github.com/hookline/hookline/worker/breaker"
@@ -159,4 +161,19 @@ func (s *Server) activeKeys(ctx context.Context, id int64) ([][]byte, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// rotateFromForm rotates the endpoint's secret with the overlap a rotate
+// form chose (the dashboard's or the portal's): the new secret, and when
+// the old ones stop signing, nil when they stopped at once.
+func (s *Server) rotateFromForm(c echo.Context, endpointID int64, actor string) (string, *time.Time, error) {
+	overlap, err := strconv.Atoi(c.FormValue("overlap"))
+	if err != nil {
+		return "", nil, invalidField("overlap", "choose how long the old secret keeps signing")
+	}
+	secret, until, err := s.rotateSecret(c.Request().Context(), endpointID, int64(overlap), actor)
+	if err != nil || overlap <= 0 {
+		return secret, nil, err
+	}
+	return secret, &until, nil
 }

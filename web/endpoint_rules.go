@@ -203,6 +203,7 @@ func checkRules(in rulesInput) ([]byte, *fieldError) {
 }
 
 // rulesJSON are an endpoint's stored rules as the API shows them.
+// Its fields are rulesInput's on purpose: the API shows the rules in the words it takes them.
 type rulesJSON struct {
 	ValueMaps map[string]map[string]string `json:"value_maps"`
 	Unmapped  string                       `json:"unmapped"`

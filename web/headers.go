@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 
 	"github.com/hookline/hookline/db"
@@ -22,6 +23,18 @@ func maskedHeaders(stored json.RawMessage) map[string]string {
 		m[name] = maskedValue
 	}
 	return m
+}
+
+// maskedHeaderLines is the stored headers as the edit forms' text (the
+// dashboard's and the portal's): a "Name: ********" line each, by name.
+func maskedHeaderLines(stored json.RawMessage) string {
+	names, _ := secretbox.HeaderNames(stored)
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		b.WriteString(name + ": " + maskedValue + "\n")
+	}
+	return b.String()
 }
 
 // mergeHeaders applies a PATCH's headers to the stored ones: a name given

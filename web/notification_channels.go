@@ -33,6 +33,7 @@ type channelInput struct {
 }
 
 // channelJSON is a channel as the API answers it.
+// Alike in shape to endpointJSON and pipelineStats by chance: a channel's own wire format.
 type channelJSON struct {
 	ID         int64    `json:"id"`
 	Name       string   `json:"name"`

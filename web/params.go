@@ -22,6 +22,17 @@ func encodeCursor(t time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(t.UTC().Format(time.RFC3339Nano) + "|" + id))
 }
 
+// cutPage cuts rows, read with one more than limit, to limit; next is the
+// cursor after the last row kept, nil when rows held no more than limit.
+func cutPage[T any](rows []T, limit int, cursor func(T) string) (page []T, next *string) {
+	if len(rows) <= limit {
+		return rows, nil
+	}
+	rows = rows[:limit]
+	cur := cursor(rows[limit-1])
+	return rows, &cur
+}
+
 // decodeCursor reads a cursor made by encodeCursor.
 func decodeCursor(s string) (time.Time, string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)

@@ -75,12 +75,7 @@ func (s *Server) portalRotate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	overlap, err := strconv.Atoi(c.FormValue("overlap"))
-	if err != nil {
-		return invalidField("overlap", "choose how long the old secret keeps signing")
-	}
-	ctx := c.Request().Context()
-	secret, until, err := s.rotateSecret(ctx, r.Endpoint.ID, int64(overlap), portalOf(c).actor())
+	secret, oldUntil, err := s.rotateFromForm(c, r.Endpoint.ID, portalOf(c).actor())
 	if err != nil {
 		return err
 	}
@@ -88,10 +83,7 @@ func (s *Server) portalRotate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p.NewSecret = secret
-	if overlap > 0 {
-		p.OldUntil = &until
-	}
+	p.NewSecret, p.OldUntil = secret, oldUntil
 	return s.render(c, http.StatusOK, portal.SecretsPanel(p))
 }
 

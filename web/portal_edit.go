@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookline/hookline/db"
-	"github.com/hookline/hookline/db/secretbox"
 	"github.com/hookline/hookline/views/endpoint"
 	"github.com/hookline/hookline/views/endpointform"
 	"github.com/hookline/hookline/views/layout"
@@ -30,11 +28,7 @@ func (s *Server) portalEditPage(c echo.Context) error {
 	}
 	e := r.Endpoint
 	f := portal.Edit{EndpointID: e.ID, Name: e.Name, Kind: e.Kind, URL: e.URL, CSRF: portalOf(c).CSRF, Errors: map[string]string{}}
-	names, _ := secretbox.HeaderNames(e.Headers)
-	sort.Strings(names)
-	for _, k := range names {
-		f.Headers += k + ": " + maskedValue + "\n"
-	}
+	f.Headers = maskedHeaderLines(e.Headers)
 	if e.Kind == "postback" {
 		if f.Preview, err = s.portalPostbackPreview(c.Request().Context(), e, e.URL); err != nil {
 			return err

@@ -183,13 +183,7 @@ func (s *Server) portalSetEnabled(on bool) echo.HandlerFunc {
 		if on {
 			done = "Endpoint enabled: its queued deliveries are being sent."
 		}
-		if !isHTMX(c) {
-			s.addFlash(c, layout.FlashSuccess, done)
-			return c.Redirect(http.StatusSeeOther, portalEndpointPath(e.ID))
-		}
-		m := portalManage(c, e)
-		m.Saved = done
-		return s.render(c, http.StatusOK, portal.ManagePanel(m))
+		return s.portalManaged(c, e, done)
 	}
 }
 
@@ -216,7 +210,12 @@ func (s *Server) portalEventTypes(c echo.Context) error {
 		}
 		return s.render(c, http.StatusUnprocessableEntity, portal.ManagePanel(m))
 	}
-	done := "Event types saved: events sent from now on follow them."
+	return s.portalManaged(c, e, "Event types saved: events sent from now on follow them.")
+}
+
+// portalManaged answers a saved change to e's management panel: the panel
+// saying done to htmx, the endpoint page with done as its flash otherwise.
+func (s *Server) portalManaged(c echo.Context, e db.Endpoint, done string) error {
 	if !isHTMX(c) {
 		s.addFlash(c, layout.FlashSuccess, done)
 		return c.Redirect(http.StatusSeeOther, portalEndpointPath(e.ID))

@@ -12,6 +12,7 @@ import (
 )
 
 // routes is hookline's one route table. Each group says who may call it.
+// One line a route, permission last, so its runs of lines alike in shape are on purpose.
 func (s *Server) routes() {
 	e := s.e
 	// The edge (security headers, body limits, deadlines) comes before

@@ -1,6 +1,10 @@
 package audit
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/hookline/hookline/views/components"
+)
 
 // Filter is the log's query, as it stands in the URL; the CSV export
 // takes the same.
@@ -15,14 +19,8 @@ type Filter struct {
 
 // Values is the filter as URL query values (empty ones left out).
 func (f Filter) Values() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"actor": f.Actor, "action": f.Action, "target_type": f.TargetType,
-		"target_id": f.TargetID, "since": f.Since, "until": f.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return components.Query(map[string]string{"actor": f.Actor, "action": f.Action, "target_type": f.TargetType,
+		"target_id": f.TargetID, "since": f.Since, "until": f.Until})
 }
 
 // Active reports whether any filter is set.

@@ -66,40 +66,44 @@ func breakerView(b BreakerData) badgeView {
 	return badgeView{ToneMuted, strings.ReplaceAll(b.State, "_", "-"), b.State, "Breaker state " + b.State}
 }
 
-// latencyFlagView maps a latency flag (worker/latency.Flag) to a badge.
-func latencyFlagView(flag string) badgeView {
-	switch flag {
-	case "ok":
-		return badgeView{ToneOK, "ok", "ok", "P95 at or under 2 s"}
-	case "slow":
-		return badgeView{ToneWarn, "slow", "slow", "P95 over 2 s: slower than it should be"}
-	case "critical":
-		return badgeView{ToneCritical, "critical", "critical", "P95 over 5 s: the breaker trips sooner"}
-	case "":
-		return badgeView{ToneMuted, "no data", "unknown", "Not enough attempts to judge latency"}
-	}
-	return badgeView{ToneMuted, flag, flag, ""}
+// latencyFlagBadges are the badges of the latency flags
+// (worker/latency.Flag).
+var latencyFlagBadges = map[string]badgeView{
+	"ok":       {ToneOK, "ok", "ok", "P95 at or under 2 s"},
+	"slow":     {ToneWarn, "slow", "slow", "P95 over 2 s: slower than it should be"},
+	"critical": {ToneCritical, "critical", "critical", "P95 over 5 s: the breaker trips sooner"},
+	"":         {ToneMuted, "no data", "unknown", "Not enough attempts to judge latency"},
 }
 
-// deliveryStatusView maps a delivery status (DESIGN §2) to a badge.
+// latencyFlagView maps a latency flag to a badge; an unknown one shows as
+// it is.
+func latencyFlagView(flag string) badgeView {
+	return tableBadge(latencyFlagBadges, flag, flag)
+}
+
+// deliveryStatusBadges are the badges of the delivery statuses (DESIGN §2).
+var deliveryStatusBadges = map[string]badgeView{
+	"delivered":  {ToneOK, "delivered", "delivered", "Delivered"},
+	"pending":    {ToneInfo, "pending", "pending", "Waiting for its next attempt"},
+	"in_flight":  {ToneInfo, "in flight", "in_flight", "Being sent now"},
+	"failed":     {ToneWarn, "failed · retrying", "failed", "The last attempt failed; it will be retried"},
+	"dead":       {ToneCritical, "dead", "dead", "Out of attempts: a dead letter, can be replayed"},
+	"skipped":    {ToneMuted, "skipped", "skipped", "Not sent: a value the endpoint's value map lacks (unmapped: skip)"},
+	"suppressed": {ToneMuted, "suppressed", "suppressed", "Not sent: the conversion's status had not changed, or a newer event had already fired (fire_on: change)"},
+}
+
+// deliveryStatusView maps a delivery status to a badge; an unknown one
+// shows as it is, its underscores as spaces.
 func deliveryStatusView(status string) badgeView {
-	switch status {
-	case "delivered":
-		return badgeView{ToneOK, "delivered", status, "Delivered"}
-	case "pending":
-		return badgeView{ToneInfo, "pending", status, "Waiting for its next attempt"}
-	case "in_flight":
-		return badgeView{ToneInfo, "in flight", status, "Being sent now"}
-	case "failed":
-		return badgeView{ToneWarn, "failed · retrying", status, "The last attempt failed; it will be retried"}
-	case "dead":
-		return badgeView{ToneCritical, "dead", status, "Out of attempts: a dead letter, can be replayed"}
-	case "skipped":
-		return badgeView{ToneMuted, "skipped", status, "Not sent: a value the endpoint's value map lacks (unmapped: skip)"}
-	case "suppressed":
-		return badgeView{ToneMuted, "suppressed", status, "Not sent: the conversion's status had not changed, or a newer event had already fired (fire_on: change)"}
+	return tableBadge(deliveryStatusBadges, status, strings.ReplaceAll(status, "_", " "))
+}
+
+// tableBadge is key's badge in table, or a muted one reading text.
+func tableBadge(table map[string]badgeView, key, text string) badgeView {
+	if v, ok := table[key]; ok {
+		return v
 	}
-	return badgeView{ToneMuted, strings.ReplaceAll(status, "_", " "), status, ""}
+	return badgeView{ToneMuted, text, key, ""}
 }
 
 // httpStatusView colours a response status code; 0 means no response

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/hookline/hookline/views/components"
 )
 
 // Option is one choice of a filter's select.
@@ -26,13 +28,7 @@ type Filter struct {
 
 // Values is the filter as URL query values (empty ones left out).
 func (f Filter) Values() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"partner_id": f.Partner, "endpoint_id": f.Endpoint, "status": f.Status, "from": f.From, "to": f.To} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return components.Query(map[string]string{"partner_id": f.Partner, "endpoint_id": f.Endpoint, "status": f.Status, "from": f.From, "to": f.To})
 }
 
 // Day is one partner's decisions on one UTC day.

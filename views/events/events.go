@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/hookline/hookline/views/components"
 )
 
 // PageData is /events.
@@ -33,24 +35,8 @@ type Filter struct {
 
 // Values is the filter as URL query values (empty ones left out).
 func (f Filter) Values() url.Values {
-	v := url.Values{}
-	set := func(k, s string) {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	set("q", f.Q)
-	set("type", f.Type)
-	if f.PartnerID != 0 {
-		v.Set("partner_id", strconv.FormatInt(f.PartnerID, 10))
-	}
-	if f.EndpointID != 0 {
-		v.Set("endpoint_id", strconv.FormatInt(f.EndpointID, 10))
-	}
-	set("status", f.Status)
-	set("since", f.Since)
-	set("until", f.Until)
-	return v
+	return components.Query(map[string]string{"q": f.Q, "type": f.Type, "partner_id": components.QueryID(f.PartnerID),
+		"endpoint_id": components.QueryID(f.EndpointID), "status": f.Status, "since": f.Since, "until": f.Until})
 }
 
 // URL is the event log under this filter: what the overview's tiles and

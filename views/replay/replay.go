@@ -31,14 +31,8 @@ type Form struct {
 
 // Values is the filter as query values, for the preview and the confirm.
 func (f Form) Values() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"status": f.Status, "endpoint_id": f.EndpointID, "event_type": f.EventType,
-		"q": f.Q, "since": f.Since, "until": f.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return components.Query(map[string]string{"status": f.Status, "endpoint_id": f.EndpointID, "event_type": f.EventType,
+		"q": f.Q, "since": f.Since, "until": f.Until})
 }
 
 // Job is a replay's page: its filter and progress.

@@ -129,53 +129,51 @@ func errNotEmbedded(cmd string) error {
 	return fmt.Errorf("%s: DATABASE_URL is set; this command manages the embedded database only", cmd)
 }
 
-// DBURLFlags is db url.
-func DBURLFlags(fs *flag.FlagSet, std Stdio) func() (Run, error) {
+// embeddedOnly is the flags check of a db command: it runs fn, refusing a
+// configuration that names its own database.
+func embeddedOnly(cmd string, fn Run) func() (Run, error) {
 	return func() (Run, error) {
 		return func(ctx context.Context, cfg Config, log *slog.Logger) error {
 			if !cfg.Embedded() {
-				return errNotEmbedded("db url")
+				return errNotEmbedded(cmd)
 			}
-			c, err := embedded.Attach(ctx, cfg.DataDir)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(std.Out, c.URL())
-			return nil
+			return fn(ctx, cfg, log)
 		}, nil
 	}
+}
+
+// DBURLFlags is db url.
+func DBURLFlags(fs *flag.FlagSet, std Stdio) func() (Run, error) {
+	return embeddedOnly("db url", func(ctx context.Context, cfg Config, log *slog.Logger) error {
+		c, err := embedded.Attach(ctx, cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(std.Out, c.URL())
+		return nil
+	})
 }
 
 // DBStartFlags is db start.
 func DBStartFlags(fs *flag.FlagSet, std Stdio) func() (Run, error) {
 	noFsync := fs.Bool("no-fsync", false, "start with fsync off (throwaway test clusters only)")
-	return func() (Run, error) {
-		return func(ctx context.Context, cfg Config, log *slog.Logger) error {
-			if !cfg.Embedded() {
-				return errNotEmbedded("db start")
-			}
-			c, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, NoFsync: *noFsync, Logger: log})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(std.Out, c.URL())
-			return nil
-		}, nil
-	}
+	return embeddedOnly("db start", func(ctx context.Context, cfg Config, log *slog.Logger) error {
+		c, err := embedded.Start(ctx, embedded.Options{DataDir: cfg.DataDir, NoFsync: *noFsync, Logger: log})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(std.Out, c.URL())
+		return nil
+	})
 }
 
 // DBStopFlags is db stop.
 func DBStopFlags(fs *flag.FlagSet, std Stdio) func() (Run, error) {
-	return func() (Run, error) {
-		return func(ctx context.Context, cfg Config, log *slog.Logger) error {
-			if !cfg.Embedded() {
-				return errNotEmbedded("db stop")
-			}
-			c, err := embedded.Attach(ctx, cfg.DataDir)
-			if err != nil {
-				return err
-			}
-			return c.ForceStop(ctx)
-		}, nil
-	}
+	return embeddedOnly("db stop", func(ctx context.Context, cfg Config, log *slog.Logger) error {
+		c, err := embedded.Attach(ctx, cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		return c.ForceStop(ctx)
+	})
 }

@@ -52,42 +52,24 @@ var (
 	// legacyHistory fails now and then all day, had an outage three hours
 	// ago, and has been down for the last 45 minutes, after which only a
 	// trickle of breaker probes reached it.
-	legacyHistory = profile{
-		load: func(age time.Duration) float64 {
-			if age < 42*time.Minute {
-				return 0.01
-			}
-			return 1
-		},
-		probing: func(age time.Duration) bool { return age < 42*time.Minute },
-		attempt: func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
-			failP := 0.12
-			if age < 45*time.Minute || (age >= 3*time.Hour && age < 3*time.Hour+35*time.Minute) {
-				failP = 1
-			}
-			if rnd.Float64() < failP {
-				return uniform(rnd, 20*time.Millisecond, 80*time.Millisecond), false
-			}
-			return logNormal(rnd, 380*time.Millisecond, 0.5), true
-		},
-	}
+	legacyHistory = openedAgo(42*time.Minute, func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
+		failP := 0.12
+		if age < 45*time.Minute || (age >= 3*time.Hour && age < 3*time.Hour+35*time.Minute) {
+			failP = 1
+		}
+		if rnd.Float64() < failP {
+			return uniform(rnd, 20*time.Millisecond, 80*time.Millisecond), false
+		}
+		return logNormal(rnd, 380*time.Millisecond, 0.5), true
+	})
 
 	// authHistory was healthy until its token was revoked 20 minutes ago.
-	authHistory = profile{
-		load: func(age time.Duration) float64 {
-			if age < 17*time.Minute {
-				return 0.01
-			}
-			return 1
-		},
-		probing: func(age time.Duration) bool { return age < 17*time.Minute },
-		attempt: func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
-			if age < 20*time.Minute {
-				return uniform(rnd, 8*time.Millisecond, 30*time.Millisecond), false
-			}
-			return steady(90*time.Millisecond, 0.3, 0.002)(age, rnd)
-		},
-	}
+	authHistory = openedAgo(17*time.Minute, func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
+		if age < 20*time.Minute {
+			return uniform(rnd, 8*time.Millisecond, 30*time.Millisecond), false
+		}
+		return steady(90*time.Millisecond, 0.3, 0.002)(age, rnd)
+	})
 
 	// burstyHistory hits its quota for a few minutes every hour.
 	burstyHistory = profile{attempt: func(age time.Duration, rnd *rand.Rand) (time.Duration, bool) {
@@ -112,6 +94,21 @@ var (
 		return logNormal(rnd, 70*time.Millisecond, 0.4), true
 	}}
 )
+
+// openedAgo is a history whose breaker opened open before its end: since
+// then a trickle of its traffic (1 %) and the breaker's probes reached it.
+func openedAgo(open time.Duration, attempt func(time.Duration, *rand.Rand) (time.Duration, bool)) profile {
+	return profile{
+		load: func(age time.Duration) float64 {
+			if age < open {
+				return 0.01
+			}
+			return 1
+		},
+		probing: func(age time.Duration) bool { return age < open },
+		attempt: attempt,
+	}
+}
 
 // steady draws log-normal latencies around median and fails a fraction
 // failP of attempts, quickly.

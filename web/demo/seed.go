@@ -13,6 +13,7 @@ import (
 // endpointInput is the body of POST /api/v1/endpoints (EndpointInput in
 // web/openapi.json). Zero optional fields are omitted so hookline applies
 // its own defaults.
+// Its fields mirror web's endpointInput on purpose: the demo is a client of the public API, not of the server's code.
 type endpointInput struct {
 	PartnerID           int64             `json:"partner_id"`
 	Name                string            `json:"name"`

@@ -277,6 +277,7 @@ func (g *generator) money(lo, hi float64) json.Number {
 	return json.Number(strconv.FormatFloat(lo+g.rnd.Float64()*(hi-lo), 'f', 2, 64))
 }
 
+// Alike in shape to invoice on purpose: each event type's payload reads whole where it is made.
 func (g *generator) order(now time.Time) eventInput {
 	return g.event(typeOrder, map[string]any{
 		"order_id":    fmt.Sprintf("ord_%s_%d", g.run, g.seq+1),

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -51,21 +52,11 @@ func parseNumber(s string) (number, bool) {
 
 func compareNumbers(a, b number) int {
 	if a.isInt && b.isInt {
-		switch {
-		case a.i < b.i:
-			return -1
-		case a.i > b.i:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.i, b.i)
 	}
-	switch {
-	case a.f < b.f:
-		return -1
-	case a.f > b.f:
-		return 1
-	}
-	return 0
+	// Never NaN, where cmp.Compare would differ from < and >: the parsers
+	// refuse it.
+	return cmp.Compare(a.f, b.f)
 }
 
 // numericString reports whether s is spelled as a JSON number ("12.50",

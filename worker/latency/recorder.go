@@ -43,6 +43,19 @@ type shard struct {
 	_ [48]byte
 }
 
+// histogram is k's histogram, made on first use; the caller holds s.mu.
+func (s *shard) histogram(k slot) *Histogram {
+	h := s.slots[k]
+	if h == nil {
+		if s.slots == nil {
+			s.slots = make(map[slot]*Histogram)
+		}
+		h = new(Histogram)
+		s.slots[k] = h
+	}
+	return h
+}
+
 // slot is Key as the hot path uses it: integers hash faster than a
 // time.Time, and cannot differ by location or monotonic reading.
 type slot struct {
@@ -60,15 +73,7 @@ func (r *Recorder) Observe(endpointID int64, at time.Time, d time.Duration, ok b
 	k := slot{endpointID: endpointID, minute: unixMinute(at)}
 	s := r.shard(endpointID)
 	s.mu.Lock()
-	h := s.slots[k]
-	if h == nil {
-		if s.slots == nil {
-			s.slots = make(map[slot]*Histogram)
-		}
-		h = new(Histogram)
-		s.slots[k] = h
-	}
-	h.Observe(d, ok)
+	s.histogram(k).Observe(d, ok)
 	s.mu.Unlock()
 }
 
@@ -106,15 +111,7 @@ func (r *Recorder) Restore(m map[Key]*Histogram) {
 		k := slot{endpointID: key.EndpointID, minute: unixMinute(key.Minute)}
 		s := r.shard(key.EndpointID)
 		s.mu.Lock()
-		h := s.slots[k]
-		if h == nil {
-			if s.slots == nil {
-				s.slots = make(map[slot]*Histogram)
-			}
-			h = new(Histogram)
-			s.slots[k] = h
-		}
-		h.Merge(src)
+		s.histogram(k).Merge(src)
 		s.mu.Unlock()
 	}
 }

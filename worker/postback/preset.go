@@ -84,6 +84,7 @@ const presetHost = "YOUR-DOMAIN.example"
 
 // Presets returns the tracker presets in the order the form shows them. Each
 // call returns fresh values, so callers may modify them.
+// One literal per tracker, alike in shape on purpose: each is read against its tracker's documentation.
 func Presets() []Preset {
 	return []Preset{
 		{
