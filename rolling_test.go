@@ -27,6 +27,7 @@ import (
 // twice; and the receiver never sees an endpoint's in-flight cap or rate
 // limit exceeded. The same accounting as the kill -9 tests (crash_test.go).
 func TestRollingRestartUnderLoad(t *testing.T) {
+	t.Parallel()
 	rate := 1000
 	if v := os.Getenv("HOOKLINE_ROLLING_RATE"); v != "" {
 		n, err := strconv.Atoi(v)
