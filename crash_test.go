@@ -42,7 +42,9 @@ import (
 // the deliveries in flight at the kill (sent, their results not recorded)
 // may reach it twice.
 func TestKill9LosesNothing(t *testing.T) {
-	t.Parallel()
+	// Not parallel, as the other tests that drain thousands of events:
+	// beside another process test on a loaded machine its drain fell
+	// below the 150 events a second its 30 s wait allows.
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const events = 10000
@@ -381,7 +383,10 @@ func (r *crashRig) tryPostEvents(k, batch int) ([]string, bool) {
 // period, record every answer, leave the rest untouched in the queue, exit 0,
 // and on restart deliver the rest without sending anything twice.
 func TestSigtermUnderLoadExitsCleanly(t *testing.T) {
-	t.Parallel()
+	// Not parallel, as the other tests that drain thousands of events:
+	// its grace period and the endpoint's timeout are wall clock, and
+	// beside another process test on a loaded machine answered sends were
+	// recorded as failures.
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const (
