@@ -306,6 +306,13 @@ func (l *failoverLoad) run(ctx context.Context, addrs []string, key string, rate
 	sem := make(chan struct{}, 2000)
 	began := time.Now()
 	for n := 0; ; n++ {
+		// Stopped also when behind its rate: a loaded machine that never
+		// catches up never waits below, and the load ran on for 20
+		// minutes after the test stopped it.
+		if ctx.Err() != nil {
+			wg.Wait()
+			return
+		}
 		for n >= int(time.Since(began).Seconds()*float64(rate)) {
 			select {
 			case <-ctx.Done():
