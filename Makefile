@@ -10,7 +10,7 @@ TEMPL := go tool templ
 TEST_CLUSTER := $(or $(TMPDIR),/tmp)/hookline-test-$(shell id -u)
 VERIFY_DIR := worker/signing/testdata/verify
 
-.PHONY: build run demo test skipped generate check-generated bench clean
+.PHONY: build run demo test test-generated test-vet test-go test-fuzz skipped generate check-generated bench clean
 
 build:
 	go build -o $(BIN) .
@@ -31,20 +31,40 @@ generate:
 check-generated:
 	.ci/check-generated
 
-# The API fuzz runs a count of inputs, not a time: with a time, Go 1.26's
-# fuzz coordinator can fail the run with "context deadline exceeded" when
-# the time runs out while a worker is still busy (golang/go#75804, fixed in
-# Go 1.27), which a loaded machine makes likely.
-test: check-generated build
-	go vet ./...
+# make test runs its steps side by side (make -j, each line of output
+# whole): the generated-code check, the build, vet and the API fuzz need
+# nothing from the tests, and the tests spend much of their time waiting
+# on processes, browsers and the clock rather than on the processor. Each
+# step runs to its end whatever the others do (-k); the status is a
+# failure if any failed.
+test:
 	@if [ ! -d $(VERIFY_DIR)/node_modules ] && command -v npm >/dev/null; then \
 		npm ci --prefix $(VERIFY_DIR) --no-audit --no-fund --loglevel=error; fi
-	@status=0; go test -race -count=1 -timeout 25m ./... || status=$$?; \
-	go test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime 20000x ./web/ || status=$$?; \
+	@status=0; \
+	$(MAKE) --no-print-directory -k -j --output-sync=line build test-generated test-vet test-go test-fuzz || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ] && [ -d "$(TEST_CLUSTER)/pg" ]; then \
 		HOOKLINE_DATA_DIR=$(TEST_CLUSTER) ./$(BIN) db stop >/dev/null 2>&1 || true; fi; \
 	$(MAKE) --no-print-directory skipped; \
 	exit $$status
+
+test-generated: check-generated
+
+test-vet:
+	go vet ./...
+
+# The packages that take longest are named first, so that go test starts
+# them first rather than last (it runs -p packages at once, in the order
+# given, as their builds are ready).
+TEST_FIRST := ./web/ ./worker/ . ./worker/bench/ ./db/ ./web/demo/
+test-go:
+	go test -race -count=1 -timeout 25m $(TEST_FIRST) $$(go list ./... | sed 's|^github.com/hookline/hookline|.|' | grep -vxF -e ./web -e ./worker -e . -e ./worker/bench -e ./db -e ./web/demo)
+
+# The API fuzz runs a count of inputs, not a time: with a time, Go 1.26's
+# fuzz coordinator can fail the run with "context deadline exceeded" when
+# the time runs out while a worker is still busy (golang/go#75804, fixed in
+# Go 1.27), which a loaded machine makes likely.
+test-fuzz:
+	go test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime 20000x ./web/
 
 # Says loudly which suites the tests skipped for want of a tool (outside CI;
 # in CI a missing tool fails them instead).

@@ -18,6 +18,7 @@ import (
 // is given, admin when it is given none, and refuses a partner that does
 // not exist or is archived by name, creating nothing.
 func TestAPIKeyCreateScopes(t *testing.T) {
+	t.Parallel()
 	url := dbtest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -245,6 +245,7 @@ func TestBinaryExitStatus(t *testing.T) {
 // TestDBCommands is the README's "psql "$(bin/hookline db url)"" and the
 // final "db stop" of make test, also when run as root.
 func TestDBCommands(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	dir := emptyDataDir(t)
 	env := map[string]string{"HOOKLINE_DATA_DIR": dir}

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,6 +42,9 @@ import (
 // the deliveries in flight at the kill (sent, their results not recorded)
 // may reach it twice.
 func TestKill9LosesNothing(t *testing.T) {
+	// Not parallel, as the other tests that drain thousands of events:
+	// beside another process test on a loaded machine its drain fell
+	// below the 150 events a second its 30 s wait allows.
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const events = 10000
@@ -132,6 +134,7 @@ func TestKill9LosesNothing(t *testing.T) {
 // shards and delivers everything, the 32 included, at once. It logs how long
 // after the restarted process was ready the first delivery came.
 func TestKill9ResumesAtOnce(t *testing.T) {
+	t.Parallel()
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const events, maxInFlight = 400, 32
@@ -192,6 +195,7 @@ func TestKill9ResumesAtOnce(t *testing.T) {
 // endpoint's in-flight cap. It runs 5 cycles; HOOKLINE_KILL_CYCLES=50 runs
 // the long version.
 func TestKill9LoopDeliversThroughout(t *testing.T) {
+	t.Parallel()
 	cycles := 5
 	if v := os.Getenv("HOOKLINE_KILL_CYCLES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -379,6 +383,10 @@ func (r *crashRig) tryPostEvents(k, batch int) ([]string, bool) {
 // period, record every answer, leave the rest untouched in the queue, exit 0,
 // and on restart deliver the rest without sending anything twice.
 func TestSigtermUnderLoadExitsCleanly(t *testing.T) {
+	// Not parallel, as the other tests that drain thousands of events:
+	// its grace period and the endpoint's timeout are wall clock, and
+	// beside another process test on a loaded machine answered sends were
+	// recorded as failures.
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const (
@@ -453,6 +461,7 @@ func TestSigtermUnderLoadExitsCleanly(t *testing.T) {
 // sends are cancelled, the deliveries stay in the queue due now without
 // using an attempt or blaming the endpoint, and the process exits 0.
 func TestSigtermGraceExpiresLeavesThemDue(t *testing.T) {
+	t.Parallel()
 	errs := newRowErrors(t)
 	defer errs.summary()
 	const events = 20
@@ -541,6 +550,7 @@ func (e *rowErrors) summary() {
 // pid, ready and delivering), and that an operator's GODEBUG=schedtrace=0
 // keeps the Go runtime's default.
 func TestServeRestartsWithSteadySysmon(t *testing.T) {
+	t.Parallel()
 	rcv := newCrashReceiver(t, 0, 0)
 	rcv.open()
 	rig := newCrashRig(t, rcv, "5s", 10000)
@@ -1155,15 +1165,13 @@ func clonedCounts(m map[string]int) map[string]int {
 	return c
 }
 
-// crashLoopbackAddr returns a loopback address with a port nobody listens on.
+// crashLoopbackAddr returns a loopback address with a port nobody listens
+// on, below the kernel's ephemeral range (freeAddr): the process tests run
+// side by side, and their outgoing connections must not take the port
+// before the process binds it.
 func crashLoopbackAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return freeAddr(t)
 }
 
 func crashRandomKey(t *testing.T) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 // before the crash, may arrive twice; nothing may be lost, and nothing may
 // be sent more than twice.
 func TestPostgresCrashLosesNothing(t *testing.T) {
+	// Not parallel, as the other tests that drain thousands of events.
 	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("no local PostgreSQL installation")
 	}
@@ -60,18 +62,14 @@ func TestPostgresCrashLosesNothing(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil { // what pg_ctl stop -m immediate sends
 		t.Fatal(err)
 	}
-	for syscall.Kill(pid, 0) == nil {
-		time.Sleep(10 * time.Millisecond)
+	if !waitExited(pid, 30*time.Second) {
+		t.Fatalf("postmaster %d still running 30 s after SIGQUIT", pid)
 	}
 	seenAtCrash := rcv.seenSnapshot()
 	// Sends in flight finish against a database that is gone; hookline
-	// holds their results and retries.
-	time.Sleep(time.Second)
-	select {
-	case <-p.done:
-		t.Fatalf("hookline exited while PostgreSQL was down: %s", p.cmd.ProcessState)
-	default:
-	}
+	// holds their results and retries. It is still there once they have
+	// all finished and it answers that its database is unreachable.
+	rig.waitOutage(p, 30*time.Second)
 	cluster = start()
 	rig.waitDatabase(30 * time.Second)
 	rig.waitAllDelivered(events, 90*time.Second, p)
@@ -98,6 +96,40 @@ func TestPostgresCrashLosesNothing(t *testing.T) {
 		if d.status != "delivered" {
 			errs.errorf("delivery %d is %s, want delivered", d.id, d.status)
 		}
+	}
+}
+
+// waitOutage waits until the receiver has no request open (what was in
+// flight at the crash has been answered, its result held by hookline) and
+// hookline's /readyz answers 503 (it is up and sees its database gone). It
+// fails if hookline exits first or limit passes.
+func (r *crashRig) waitOutage(p *hooklineProc, limit time.Duration) {
+	r.t.Helper()
+	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(limit)
+	status, active := 0, 0
+	for {
+		status, active = 0, r.rcv.activeNow()
+		if resp, err := probe.Get("http://" + r.addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			status = resp.StatusCode
+		}
+		if active == 0 && status == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("within %s of the crash: /readyz answered %d (want 503), %d requests still open at the receiver", limit, status, active)
+		}
+		select {
+		case <-p.done:
+			r.t.Fatalf("hookline exited while PostgreSQL was down: %s", p.cmd.ProcessState)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	select {
+	case <-p.done:
+		r.t.Fatalf("hookline exited while PostgreSQL was down: %s", p.cmd.ProcessState)
+	default:
 	}
 }
 

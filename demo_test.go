@@ -12,6 +12,7 @@ import (
 // TestDemoReset: "hookline demo --reset" deletes what an earlier demo left
 // (its database and keys) and starts from nothing.
 func TestDemoReset(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	dir := emptyDataDir(t)
 	env := map[string]string{"HOOKLINE_DATA_DIR": dir, "HOOKLINE_ADDR": freeAddr(t)}

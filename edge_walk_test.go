@@ -30,6 +30,7 @@ import (
 // keys, and partner test fires at loopback. Nothing may answer 5xx, and
 // nothing that should fail may succeed.
 func TestEdgeAttackWalk(t *testing.T) {
+	t.Parallel()
 	env := serveEnv(t, dbtest.URL(t))
 	env["HOOKLINE_PUBLIC_URL"] = "http://hooks.hookline.test"
 	env["HOOKLINE_METRICS_TOKEN"] = "" // as deployed: no anonymous metrics on the public listener

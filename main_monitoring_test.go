@@ -36,6 +36,7 @@ import (
 // generates, with a configuration that would stop any other command, and
 // start nothing.
 func TestMonitoringCommands(t *testing.T) {
+	t.Parallel()
 	dir := emptyDataDir(t)
 	env := map[string]string{"HOOKLINE_DATA_DIR": dir, "HOOKLINE_ADDR": ":99999"}
 	for cmd, generate := range map[string]func() ([]byte, error){
@@ -312,6 +313,7 @@ type promRule struct {
 // error, the dashboard's queries run, and an endpoint whose receiver
 // answers 503 opens its breaker and makes HooklineBreakerOpen pending.
 func TestPrometheusAlertsOnHookline(t *testing.T) {
+	t.Parallel()
 	prometheusBinary(t)
 	m := startMonitored(t)
 	rules, err := monitoring.RulesYAML()

@@ -6,12 +6,18 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hookline/hookline/web/account"
 	"github.com/hookline/hookline/worker/sender/sendertest"
 )
 
 // TestMain fails the package when a test leaves a goroutine running: every
-// goroutine the program starts has an owner that stops it.
+// goroutine the program starts has an owner that stops it. The commands a
+// test runs in this process hash passwords at bcrypt's minimum cost
+// (account.UseMinCost): at the production cost a "user add" or a sign-in
+// took seconds under the race detector, minutes on a loaded machine. The
+// binary the process tests run keeps the production cost.
 func TestMain(m *testing.M) {
+	account.UseMinCost()
 	goleak.VerifyTestMain(m, sendertest.IgnoreCleaners...)
 }
 

@@ -63,6 +63,7 @@ func ownerDatabase(t *testing.T) string {
 // partitions (made ahead, dropped past their retention): nothing hookline
 // does needs a superuser.
 func TestNonSuperuserOwner(t *testing.T) {
+	t.Parallel()
 	url := ownerDatabase(t)
 	env := serveEnv(t, url)
 	command(t, env, "", "migrate")

@@ -51,6 +51,7 @@ func deliversThrough(t *testing.T, env map[string]string, p *process, n int) {
 // hookline starts (no startup parameter PgBouncer refuses), and events
 // posted to the API are delivered, with nothing set in PgBouncer for it.
 func TestServeBehindPgBouncerSession(t *testing.T) {
+	t.Parallel()
 	b := dbtest.PgBouncer(t, "session")
 	url := b.URL(t, dbtest.URL(t))
 	env := serveEnv(t, url)
@@ -67,6 +68,7 @@ func TestServeBehindPgBouncerSession(t *testing.T) {
 // migrations go there, the rest through the bouncer, and events are
 // delivered.
 func TestServeBehindPgBouncerTransaction(t *testing.T) {
+	t.Parallel()
 	b := dbtest.PgBouncer(t, "transaction")
 	direct := dbtest.URL(t)
 	env := serveEnv(t, b.URL(t, direct))

@@ -26,6 +26,7 @@ import (
 // resumed, the replica catches up and the notice goes; the replica
 // stopped, the same pages answer 200 from the primary.
 func TestDashboardReadsOnReplica(t *testing.T) {
+	t.Parallel()
 	primary, standby := replicatedPair(t)
 	ctx := context.Background()
 	pc := pgConn(t, primary.url("hookline"))

@@ -27,6 +27,11 @@ import (
 // twice; and the receiver never sees an endpoint's in-flight cap or rate
 // limit exceeded. The same accounting as the kill -9 tests (crash_test.go).
 func TestRollingRestartUnderLoad(t *testing.T) {
+	// Not parallel: it counts deliveries in every second and requests in
+	// one-second windows against a rate limit, under a load of its own
+	// that keeps both processors busy; beside another process test on a
+	// loaded machine its restarts took minutes and its load outgrew the
+	// drain.
 	rate := 1000
 	if v := os.Getenv("HOOKLINE_ROLLING_RATE"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -24,6 +24,7 @@ import (
 // After a rotation with overlap the previous secret still signs; after one
 // without, the new one does.
 func TestServeSignedHashPostback(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var urls []string
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -175,6 +175,7 @@ func api(t *testing.T, addr, key, method, path string, body any) (int, map[strin
 // an API key with the CLI, registers a webhook endpoint on a local receiver
 // and checks that posted events arrive signed and are recorded delivered.
 func TestServeDeliversEndToEnd(t *testing.T) {
+	t.Parallel()
 	var got atomic.Int64
 	var lastSig atomic.Value
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +237,7 @@ func TestServeDeliversEndToEnd(t *testing.T) {
 // PostgreSQL in the data directory; a second command on the same directory
 // attaches to it; stopping serve stops the cluster.
 func TestEmbeddedDatabase(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/lib/postgresql"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("no local PostgreSQL installation")
 	}
@@ -272,6 +274,7 @@ func TestEmbeddedDatabase(t *testing.T) {
 // of its own process. The listener does hear a NOTIFY sent afterwards, so
 // its silence means something.
 func TestServeWakesItsWorkerInProcess(t *testing.T) {
+	t.Parallel()
 	var got atomic.Int64
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
 	defer rcv.Close()
@@ -346,6 +349,7 @@ func metrics(t *testing.T, addr string) string {
 // TestServeMetricsListener: /metrics is served on HOOKLINE_METRICS_ADDR,
 // and the public listener does not answer it anonymously.
 func TestServeMetricsListener(t *testing.T) {
+	t.Parallel()
 	env := serveEnv(t, dbtest.URL(t))
 	metricsAddr := freeAddr(t)
 	env["HOOKLINE_METRICS_ADDR"] = metricsAddr

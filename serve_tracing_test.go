@@ -126,6 +126,7 @@ func tracedEndpoint(t *testing.T, env map[string]string, addr, url string) (key 
 // and the receiver is sent the attempt's traceparent. Stopping each
 // process exports its last spans.
 func TestTracesFollowAnEventAcrossTheQueue(t *testing.T) {
+	t.Parallel()
 	otlp := otlptest.New(t)
 	rcv := newTracedReceiver(t)
 	url := dbtest.URL(t)
@@ -229,6 +230,7 @@ func TestTracesFollowAnEventAcrossTheQueue(t *testing.T) {
 // reaches the receiver; with traces off the event stores no trace context
 // and an endpoint that asks for a traceparent gets none.
 func TestTracesOffExportNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		env    map[string]string

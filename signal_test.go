@@ -21,6 +21,7 @@ import (
 // PostgreSQL is still starting), hookline must exit 0 having stopped its
 // cluster, never leave it running with nobody to stop it.
 func TestRepeatedSigtermStopsEmbeddedPostgres(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	bin := hooklinebin.Path(t)
 	for _, phase := range []string{"back to back", "during shutdown", "while starting"} {

@@ -475,12 +475,15 @@ func (c *chromeTab) csrfToken() string {
 }
 
 // screenshot saves the whole page as <name>.png in the artifacts
-// directory, after a moment for the last swap to settle.
+// directory, once the last swap has settled: no htmx request, swap or
+// settle under way, and two frames painted since.
 func (c *chromeTab) screenshot(name string) {
 	c.t.Helper()
+	c.waitUntil("the page to settle before screenshot "+name,
+		"!"+sel(".htmx-request, .htmx-swapping, .htmx-settling, .htmx-added"), stepTimeout)
+	evalJS[chromedp.Void](c, "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done())))")
 	ctx, cancel := context.WithTimeout(c.ctx, stepTimeout)
 	defer cancel()
-	time.Sleep(150 * time.Millisecond)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		c.fatalf("screenshot %s: %v", name, err)

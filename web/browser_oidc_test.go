@@ -11,6 +11,7 @@ import (
 // land on the page they asked for, signed in with the role their groups
 // map to; with password sign-in off the page shows the button only.
 func TestBrowserOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t) // before any setup: fail or skip at once
 	p := newOIDCProvider(t)
 	env, base := newOIDCEnv(t, p, nil)

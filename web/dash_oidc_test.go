@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -74,6 +76,7 @@ func (e *testEnv) userRow(email string) (id int64, role string, issuer, subject 
 }
 
 func TestOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	p := newOIDCProvider(t)
 	var logs lockedBuffer
 	var codes []string
@@ -286,6 +289,7 @@ func TestOIDCSignIn(t *testing.T) {
 }
 
 func TestOIDCDefaultRoleNone(t *testing.T) {
+	t.Parallel()
 	p := newOIDCProvider(t)
 	_, base := newOIDCEnv(t, p, func(c *sso.Config) { c.DefaultRole = "" })
 	p.queue("sub-jo", "jo@acme.test", true, "staff")
@@ -298,6 +302,7 @@ func TestOIDCDefaultRoleNone(t *testing.T) {
 }
 
 func TestOIDCPasswordLoginOff(t *testing.T) {
+	t.Parallel()
 	p := newOIDCProvider(t)
 	env, base := newOIDCEnv(t, p, func(c *sso.Config) { c.PasswordLogin = false })
 	env.createDashUser("kim@acme.test", "admin")
@@ -320,9 +325,20 @@ func TestOIDCPasswordLoginOff(t *testing.T) {
 // a sign-in then says the provider cannot be reached (503, the login page),
 // and the next sign-in once it is up discovers it and works.
 func TestOIDCProviderUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Parallel()
+	// A port below the kernel's ephemeral range (32768-60999 on Linux):
+	// one it hands out for ":0" can be taken as the source port of
+	// another test's outgoing connection before the provider listens on
+	// it again below.
+	var ln net.Listener
+	var err error
+	for range 200 {
+		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no free loopback port between 20000 and 32000: %v", err)
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
@@ -358,6 +374,7 @@ func TestOIDCProviderUnreachable(t *testing.T) {
 }
 
 func TestOIDCOff(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	base := env.server()
 	b := newBrowser(t, base)
@@ -376,6 +393,7 @@ func TestOIDCOff(t *testing.T) {
 // factor), while the same user signing in with a password is sent to set
 // up hookline's own.
 func TestOIDCSkipsHooklineSecondFactor(t *testing.T) {
+	t.Parallel()
 	p := newOIDCProvider(t)
 	env, base := newOIDCEnv(t, p, nil)
 	pw := env.signIn(base, "pat@acme.test", "operator") // before the rule

@@ -40,6 +40,10 @@ const MinPasswordLen = 10
 // bcryptCost balances login latency (~50 ms) against offline guessing.
 const bcryptCost = 11
 
+// hashCost is the cost HashPassword hashes at: bcryptCost, except in tests
+// that call UseMinCost.
+var hashCost = bcryptCost
+
 // FieldError is a validation problem with one input field.
 type FieldError struct{ Field, Message string }
 
@@ -50,7 +54,7 @@ var ErrDuplicate = errors.New("already exists")
 
 // HashPassword returns the bcrypt hash of password.
 func HashPassword(password string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), hashCost)
 	if err != nil {
 		return "", fmt.Errorf("hash password: %w", err)
 	}

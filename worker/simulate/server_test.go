@@ -201,7 +201,11 @@ func TestLatencyRespectsCancellation(t *testing.T) {
 
 	// Another request left waiting: Close must end it and return promptly.
 	go http.Get(s.URL("hang"))
+	deadline = time.Now().Add(5 * time.Second)
 	for r, _ := s.Stats("hang"); r < 2; r, _ = s.Stats("hang") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second request to hang not received within 5 s (%d requests)", r)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	closed := make(chan error, 1)
