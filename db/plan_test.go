@@ -368,8 +368,11 @@ func TestClaimPlan(t *testing.T) {
 					t.Errorf("%s: deliveries_queue not read", a.name)
 				}
 				for _, s := range scans {
-					if !strings.HasPrefix(s, "Index Scan on deliveries_due by ((endpoint_id = ") {
-						t.Errorf("%s: deliveries read by %s, want index scans of deliveries_due by endpoint", a.name, s)
+					// The queued endpoints' skip scan (the claim's "queued"
+					// CTE) reads deliveries_due one entry a step, LIMIT 1,
+					// from the index alone.
+					if !strings.HasPrefix(s, "Index Scan on deliveries_due by ((endpoint_id = ") && !strings.HasPrefix(s, "Index Only Scan on deliveries_due") {
+						t.Errorf("%s: deliveries read by %s, want index scans of deliveries_due by endpoint (or the skip scan of its entries)", a.name, s)
 					}
 				}
 				if k := plan.sortKeys(); slices.Contains(k, "d.next_attempt_at") {
