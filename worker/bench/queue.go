@@ -28,6 +28,20 @@ func benchFilter(i int) string {
 	return fmt.Sprintf(`{"type": "conversion.approved", "payout": {"$gte": 1}, "currency": {"$in": ["USD", "EUR", "BRL"]}, "click_id": {"$ne": "ep%d"}}`, i)
 }
 
+// The settings of every endpoint the drain seeds (seed, and seedMany for
+// -scale): 5 attempts, a 15 s timeout, a breaker at 10 failures, and room
+// in flight for twice the worker's concurrency spread over the endpoints
+// (at least 8).
+const (
+	seedMaxAttempts      = 5
+	seedTimeoutMs        = 15000
+	seedFailureThreshold = 10
+)
+
+func seedMaxInFlight(concurrency, endpoints int) int {
+	return max(8, 2*concurrency/endpoints)
+}
+
 // seed creates the partner and endpoints (all subscribed to every type).
 func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *receiver, o Options) error {
 	if _, err := pool.Exec(ctx, "TRUNCATE partners, endpoints, endpoint_secrets, endpoint_health, events, deliveries, delivery_attempts, latency_histograms, dead_letter_tallies, dead_letter_tally_changes RESTART IDENTITY CASCADE"); err != nil {
@@ -50,8 +64,8 @@ func seed(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, rcv *rece
 		e, err := q.EndpointCreate(ctx, db.EndpointCreateParams{
 			Filter:    flt,
 			PartnerID: p.ID, Name: fmt.Sprint("ep", i), Kind: "webhook", URL: fmt.Sprintf("%s/ep%d", rcv.url, i),
-			Method: "POST", EventTypes: types, Headers: json.RawMessage(`{}`), MaxAttempts: 5, TimeoutMs: 15000,
-			MaxInFlight: int32(max(8, 2*o.Concurrency/o.Endpoints)), FailureThreshold: 10, Enabled: true,
+			Method: "POST", EventTypes: types, Headers: json.RawMessage(`{}`), MaxAttempts: seedMaxAttempts, TimeoutMs: seedTimeoutMs,
+			MaxInFlight: int32(seedMaxInFlight(o.Concurrency, o.Endpoints)), FailureThreshold: seedFailureThreshold, Enabled: true,
 		})
 		if err != nil {
 			return err

@@ -26,14 +26,13 @@ func seedMany(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, url s
 	if err := pool.QueryRow(ctx, `INSERT INTO partners (name) VALUES ('bench') RETURNING id`).Scan(&partner); err != nil {
 		return err
 	}
-	// As seed's: max_in_flight max(8, 2 × concurrency ÷ endpoints), 5
-	// attempts, a 15 s timeout, a breaker at 10 failures.
+	// As seed's settings (seedMaxAttempts and the rest).
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO endpoints (partner_id, name, kind, url, method, event_types, headers, max_attempts, timeout_ms,
 		                       max_in_flight, failure_threshold, enabled)
-		SELECT $1, 'ep' || g, 'webhook', $2 || '/ep' || g, 'POST', ARRAY['conversion.' || g], '{}', 5, 15000, $3, 10, true
+		SELECT $1, 'ep' || g, 'webhook', $2 || '/ep' || g, 'POST', ARRAY['conversion.' || g], '{}', $5, $6, $3, $7, true
 		FROM generate_series(0, $4 - 1) g ORDER BY g`,
-		partner, url, max(8, 2*concurrency/n), n); err != nil {
+		partner, url, seedMaxInFlight(concurrency, n), n, seedMaxAttempts, seedTimeoutMs, seedFailureThreshold); err != nil {
 		return err
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO endpoint_health (endpoint_id) SELECT id FROM endpoints`); err != nil {
